@@ -1,0 +1,48 @@
+// Builds the Koa application (never listens; lib/server.ts does). Middleware order matters:
+// request id + access log, the one error handler, CORS (preflights end here, before auth), JSON body,
+// the routes, then 404/405.
+import Koa from 'koa';
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import { corsMiddleware } from './http/cors';
+import { errorHandler } from './http/error-handler';
+import { routeFallback } from './http/fallback';
+import { requestContext } from './http/request-context';
+import { mountRoutes } from './http/route';
+import { createServices, type Deps, type Services } from './services';
+import { routeTable, type RouteGroup } from '../routes/index';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+export interface AppBundle {
+  app: Koa;
+  router: Router;
+  routes: RouteGroup[];
+  services: Services;
+}
+
+export function createApp(deps: Deps): AppBundle {
+  const services = createServices(deps);
+  const routes = routeTable(services);
+  const router = new Router();
+  for (const group of routes) mountRoutes(router, group.prefix, group.routes, services.tokens);
+
+  const app = new Koa({ proxy: false });
+  app.silent = true; // errors are handled and logged by errorHandler
+  app.use(requestContext(deps.logger));
+  app.use(errorHandler(deps.logger));
+  app.use(corsMiddleware(deps.config.corsOrigins));
+  app.use(
+    koaBody({
+      json: true,
+      jsonLimit: JSON_BODY_LIMIT,
+      jsonStrict: true,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+    }),
+  );
+  app.use(router.routes());
+  app.use(routeFallback(router));
+  return { app, router, routes, services };
+}

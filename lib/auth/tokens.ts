@@ -1,0 +1,96 @@
+// JWT access and refresh tokens. A `typ` claim keeps them apart (a refresh token is never accepted as a
+// Bearer token and vice versa); algorithm, issuer and audience are pinned on verification.
+import crypto from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import type { Config, Role } from '../config';
+import { UnauthenticatedError } from '../errors';
+
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const REFRESH_TOKEN_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface AuthMember {
+  id: number;
+  role: Role;
+}
+
+export interface RefreshClaims {
+  memberId: number;
+  familyId: string;
+  tokenId: string;
+  expiresAt: Date;
+}
+
+const ROLES: readonly string[] = ['BUYER', 'SELLER', 'ADMIN'];
+
+export function createTokenService(jwtConfig: Config['jwt']) {
+  const signOptions = (expiresIn: number): jwt.SignOptions => ({
+    algorithm: jwtConfig.algorithm,
+    issuer: jwtConfig.issuer,
+    audience: jwtConfig.audience,
+    expiresIn,
+  });
+
+  function verify(token: string, type: 'access' | 'refresh'): jwt.JwtPayload {
+    let payload: string | jwt.JwtPayload;
+    try {
+      payload = jwt.verify(token, jwtConfig.secret, {
+        algorithms: [jwtConfig.algorithm],
+        issuer: jwtConfig.issuer,
+        audience: jwtConfig.audience,
+      });
+    } catch (err) {
+      if (err instanceof jwt.TokenExpiredError) throw new UnauthenticatedError('TOKEN_EXPIRED', 'Token has expired');
+      throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
+    }
+    if (typeof payload === 'string' || payload.typ !== type || !/^\d+$/.test(String(payload.sub))) {
+      throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
+    }
+    return payload;
+  }
+
+  return {
+    signAccessToken(member: AuthMember): string {
+      return jwt.sign({ typ: 'access', role: member.role }, jwtConfig.secret, {
+        ...signOptions(ACCESS_TOKEN_TTL_SECONDS),
+        subject: String(member.id),
+      });
+    },
+
+    verifyAccessToken(token: string): AuthMember {
+      const payload = verify(token, 'access');
+      if (!ROLES.includes(payload.role)) throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
+      return { id: Number(payload.sub), role: payload.role as Role };
+    },
+
+    /** A new refresh token of `familyId`; its hash (never the token) is what gets stored. */
+    signRefreshToken(memberId: number, familyId: string): { token: string; claims: RefreshClaims } {
+      const tokenId = crypto.randomUUID();
+      const token = jwt.sign({ typ: 'refresh', fam: familyId }, jwtConfig.secret, {
+        ...signOptions(REFRESH_TOKEN_TTL_SECONDS),
+        subject: String(memberId),
+        jwtid: tokenId,
+      });
+      const expiresAt = new Date(Date.now() + REFRESH_TOKEN_TTL_SECONDS * 1000);
+      return { token, claims: { memberId, familyId, tokenId, expiresAt } };
+    },
+
+    verifyRefreshToken(token: string): RefreshClaims {
+      const payload = verify(token, 'refresh');
+      if (typeof payload.fam !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') {
+        throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
+      }
+      return {
+        memberId: Number(payload.sub),
+        familyId: payload.fam,
+        tokenId: payload.jti,
+        expiresAt: new Date(payload.exp * 1000),
+      };
+    },
+  };
+}
+
+export type TokenService = ReturnType<typeof createTokenService>;
+
+export function hashToken(token: string): string {
+  return crypto.createHash('sha256').update(token).digest('hex');
+}

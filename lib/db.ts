@@ -1,0 +1,129 @@
+// Knex for both databases (embedded SQLite by default, MySQL/MariaDB with DATABASE_URL), the Objection
+// base model, and the one place where database errors are recognised.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import knexFactory, { type Knex } from 'knex';
+import { Model, snakeCaseMappers, type Pojo } from 'objection';
+import type { Config } from './config';
+
+export type Db = Knex;
+export type Trx = Knex.Transaction;
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+export const MIGRATIONS_DIR = path.join(root, 'migrations');
+export const SEEDS_DIR = path.join(root, 'seeds');
+
+export function knexConfig(database: Config['database']): Knex.Config {
+  const migrations: Knex.MigratorConfig = {
+    directory: MIGRATIONS_DIR,
+    loadExtensions: ['.ts'],
+    tableName: 'knex_migrations',
+  };
+  const seeds: Knex.SeederConfig = { directory: SEEDS_DIR, loadExtensions: ['.ts'] };
+  if (database.client === 'sqlite') {
+    return {
+      client: 'better-sqlite3',
+      connection: { filename: database.filename },
+      useNullAsDefault: true,
+      migrations,
+      seeds,
+      pool: {
+        afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+          conn.pragma('journal_mode = WAL');
+          conn.pragma('foreign_keys = ON');
+          conn.pragma('busy_timeout = 5000');
+          conn.pragma('synchronous = NORMAL');
+          done(null, conn);
+        },
+      },
+    };
+  }
+  const url = new URL(database.url);
+  return {
+    client: 'mysql2',
+    connection: {
+      host: url.hostname,
+      port: url.port ? Number(url.port) : 3306,
+      user: decodeURIComponent(url.username),
+      password: decodeURIComponent(url.password),
+      database: decodeURIComponent(url.pathname.slice(1)),
+      timezone: 'Z',
+      charset: 'utf8mb4',
+      supportBigNumbers: true,
+      dateStrings: false,
+    },
+    pool: { min: 0, max: database.poolMax },
+    migrations,
+    seeds,
+  };
+}
+
+export function createDb(database: Config['database']): Db {
+  if (database.client === 'sqlite') fs.mkdirSync(path.dirname(database.filename), { recursive: true });
+  return knexFactory(knexConfig(database));
+}
+
+export function isMysql(db: Db): boolean {
+  return db.client.config.client === 'mysql2';
+}
+
+/** Rows changed by an UPDATE/DELETE through the query builder, on either database. */
+export function affectedRows(result: unknown): number {
+  return typeof result === 'number' ? result : Number((result as { affectedRows?: number })?.affectedRows ?? 0);
+}
+
+interface DbError {
+  code?: string;
+  errno?: number;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as DbError;
+  return e?.code === 'ER_DUP_ENTRY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as DbError;
+  return e?.code === 'ER_NO_REFERENCED_ROW_2' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+export function isDeadlock(err: unknown): boolean {
+  const e = err as DbError;
+  return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
+}
+
+/** Money is integer cents in code; DECIMAL(12,2) in the database (mysql2 returns strings, SQLite numbers). */
+export function toCents(value: string | number): number {
+  if (typeof value === 'number') return Math.round(value * 100);
+  const [whole, frac = ''] = value.trim().split('.');
+  const sign = whole.startsWith('-') ? -1 : 1;
+  return sign * (Math.abs(Number(whole)) * 100 + Number((frac + '00').slice(0, 2)));
+}
+
+export function fromCents(cents: number): number {
+  return cents / 100;
+}
+
+export function centsToDecimal(cents: number): string {
+  const sign = cents < 0 ? '-' : '';
+  const abs = Math.abs(cents);
+  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+/** Base for every model: snake_case columns, and times read back as Date on both databases. */
+export class BaseModel extends Model {
+  static get columnNameMappers() {
+    return snakeCaseMappers();
+  }
+
+  $parseDatabaseJson(json: Pojo): Pojo {
+    const parsed = super.$parseDatabaseJson(json);
+    for (const key of Object.keys(parsed)) {
+      if (key.endsWith('At') && parsed[key] !== null && !(parsed[key] instanceof Date)) {
+        parsed[key] = new Date(parsed[key]);
+      }
+    }
+    return parsed;
+  }
+}

@@ -1,0 +1,87 @@
+// The AppError family: every error a client may see. The global error handler maps these (and only
+// these) to the error body of API.md; anything else becomes a generic 500.
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: { errors?: FieldError[]; headers?: Record<string, string> },
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, errors: FieldError[] = [], code = 'VALIDATION_ERROR') {
+    super(400, code, message, { errors });
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(code: string, message: string) {
+    super(400, code, message);
+  }
+}
+
+export class UnauthenticatedError extends AppError {
+  constructor(code: 'UNAUTHENTICATED' | 'INVALID_TOKEN' | 'TOKEN_EXPIRED' | 'INVALID_CREDENTIALS', message: string) {
+    super(401, code, message);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message = 'You are not allowed to do this') {
+    super(403, 'FORBIDDEN', message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = 'Not found') {
+    super(404, 'NOT_FOUND', message);
+  }
+}
+
+export class MethodNotAllowedError extends AppError {
+  constructor(method: string, allowed: string[]) {
+    super(405, 'METHOD_NOT_ALLOWED', `Method ${method} is not allowed here`, {
+      headers: { Allow: allowed.join(', ') },
+    });
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(code: string, message: string) {
+    super(409, code, message);
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(code: 'PAYLOAD_TOO_LARGE' | 'FILE_TOO_LARGE', message: string) {
+    super(413, code, message);
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(message: string) {
+    super(415, 'UNSUPPORTED_MEDIA_TYPE', message);
+  }
+}
+
+export class TooManyRequestsError extends AppError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, 'TOO_MANY_REQUESTS', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(message = 'Service unavailable') {
+    super(503, 'SERVICE_UNAVAILABLE', message);
+  }
+}

@@ -1,0 +1,54 @@
+// CORS for /api/ paths, per the spec's cross-origin section and API.md: an allow-list with `*` wildcards
+// inside a host, the concrete requesting origin echoed (never `*`), credentials allowed, preflights
+// answered here (before authentication), and nothing at all for origins that are not allowed.
+import cors from '@koa/cors';
+import type { Middleware } from 'koa';
+
+export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'];
+export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+export const CORS_EXPOSE_HEADERS = ['X-Request-Id', 'Retry-After', 'ETag', 'Allow'];
+export const CORS_MAX_AGE_SECONDS = 3600;
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** `https://*.example.com` matches `https://a.example.com` and `https://a.b.example.com`, not `https://example.com`. */
+export function originMatcher(patterns: string[]): (origin: string) => boolean {
+  const exact = new Set(patterns.filter((p) => !p.includes('*')).map((p) => p.toLowerCase()));
+  const wildcards = patterns
+    .filter((p) => p.includes('*'))
+    .map((p) => new RegExp(`^${escapeRegExp(p.toLowerCase()).replace(/\*/g, '[a-z0-9-]+(?:\\.[a-z0-9-]+)*')}$`));
+  return (origin) => {
+    const o = origin.toLowerCase();
+    return exact.has(o) || wildcards.some((re) => re.test(o));
+  };
+}
+
+export function corsMiddleware(allowedOrigins: string[]): Middleware {
+  const isAllowed = originMatcher(allowedOrigins);
+  const koaCors = cors({
+    origin: (ctx) => {
+      const origin = ctx.get('Origin');
+      return origin && isAllowed(origin) ? origin : '';
+    },
+    credentials: true,
+    allowMethods: CORS_ALLOW_METHODS,
+    allowHeaders: CORS_ALLOW_HEADERS,
+    exposeHeaders: CORS_EXPOSE_HEADERS,
+    maxAge: CORS_MAX_AGE_SECONDS,
+    keepHeadersOnError: true,
+  });
+  return async function corsForApi(ctx, next) {
+    if (!ctx.path.startsWith('/api/')) return next();
+    const origin = ctx.get('Origin');
+    const preflight = ctx.method === 'OPTIONS' && origin !== '' && ctx.get('Access-Control-Request-Method') !== '';
+    if (preflight && !isAllowed(origin)) {
+      // A preflight never reaches routing or authentication; a disallowed one just gets no CORS headers.
+      ctx.vary('Origin');
+      ctx.status = 204;
+      return;
+    }
+    return koaCors(ctx, next);
+  };
+}

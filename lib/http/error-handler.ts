@@ -1,0 +1,68 @@
+// The one error handler. Maps the AppError family (and the few framework errors with a status, such as
+// body-parser failures) to API.md's error body; everything else is a logged, generic 500.
+import type { Context, Middleware } from 'koa';
+import { AppError, type FieldError } from '../errors';
+import type { Logger } from '../logger';
+
+export interface ErrorBody {
+  status: number;
+  code: string;
+  message: string;
+  errors?: FieldError[];
+  path: string;
+  timestamp: string;
+  requestId: string;
+}
+
+interface HttpishError {
+  status?: number;
+  statusCode?: number;
+  expose?: boolean;
+  type?: string;
+  headers?: Record<string, string>;
+}
+
+function fromFrameworkError(err: HttpishError): AppError | null {
+  const status = err.status ?? err.statusCode;
+  if (!status || status >= 500) return null;
+  if (status === 413) return new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 1 MB');
+  if (status === 415) return new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported request encoding');
+  if (status === 400) return new AppError(400, 'VALIDATION_ERROR', 'Request body is not valid JSON');
+  return null;
+}
+
+export function errorBody(ctx: Context, error: AppError): ErrorBody {
+  const body: ErrorBody = {
+    status: error.status,
+    code: error.code,
+    message: error.message,
+    path: ctx.path,
+    timestamp: new Date().toISOString(),
+    requestId: ctx.state.requestId,
+  };
+  if (error.details?.errors) body.errors = error.details.errors;
+  return body;
+}
+
+export function errorHandler(logger: Logger): Middleware {
+  const log = logger.child({ component: 'ErrorHandler' });
+  return async function errorHandlerMiddleware(ctx, next) {
+    try {
+      await next();
+    } catch (err) {
+      let error = err instanceof AppError ? err : fromFrameworkError(err as HttpishError);
+      if (!error) {
+        log.error({ err }, `Unhandled error on ${ctx.method} ${ctx.path}`);
+        error = new AppError(500, 'INTERNAL_ERROR', 'An unexpected error occurred');
+      } else if (error.status >= 500) {
+        log.error({ err }, `${error.code} on ${ctx.method} ${ctx.path}`);
+      }
+      // Headers other middleware attached to the error (CORS, Allow, Retry-After) still go out.
+      for (const [name, value] of Object.entries({ ...(err as HttpishError).headers, ...error.details?.headers })) {
+        ctx.set(name, value);
+      }
+      ctx.status = error.status;
+      ctx.body = errorBody(ctx, error);
+    }
+  };
+}

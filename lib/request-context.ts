@@ -1,0 +1,17 @@
+// Per-request context kept in AsyncLocalStorage, so any code a request runs (also async work it starts,
+// such as notification delivery) can log the request id without it being passed around.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export interface RequestContext {
+  requestId: string;
+}
+
+const storage = new AsyncLocalStorage<RequestContext>();
+
+export function runWithContext<T>(context: RequestContext, fn: () => T): T {
+  return storage.run(context, fn);
+}
+
+export function currentRequestId(): string | undefined {
+  return storage.getStore()?.requestId;
+}

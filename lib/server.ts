@@ -1,0 +1,120 @@
+// Process entry point: validates config, prepares the database (migrations, seed outside production),
+// listens, and shuts down gracefully on SIGTERM/SIGINT (stop accepting, finish in-flight requests,
+// flush actors and notifications, close the pool, exit 0).
+import http from 'node:http';
+import { pathToFileURL } from 'node:url';
+import { createApp, type AppBundle } from './app';
+import { ConfigError, loadConfig, type Config } from './config';
+import { createDb, type Db } from './db';
+import { createLogger, type Logger } from './logger';
+import { seedDemo } from '../seeds/01_demo';
+
+export interface RunningService {
+  bundle: AppBundle;
+  server: http.Server;
+  db: Db;
+  url: string;
+  /** Graceful stop: no new connections, in-flight requests finish, background work flushed, pool closed. */
+  shutdown(): Promise<void>;
+}
+
+export async function prepareDatabase(db: Db, config: Config, logger: Logger): Promise<void> {
+  if (config.migrateOnStart) {
+    const [, applied] = await db.migrate.latest();
+    if (applied.length > 0) logger.info({ component: 'Database' }, `Applied ${applied.length} migration(s)`);
+  }
+  if (config.seedOnStart) await seedDemo(db, config);
+}
+
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  const db = createDb(config.database);
+  try {
+    await prepareDatabase(db, config, logger);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const bundle = createApp({ config, db, logger });
+  await bundle.services.start();
+
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  const server = http.createServer((req, res) => {
+    inFlight++;
+    res.on('close', () => {
+      inFlight--;
+      if (inFlight === 0 && drained) drained();
+    });
+    bundle.app.callback()(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://127.0.0.1:${port}`;
+
+  let closing: Promise<void> | null = null;
+  const shutdown = () =>
+    (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => (drained = resolve)),
+          new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref()),
+        ]);
+      }
+      server.closeAllConnections();
+      await closed;
+      await bundle.services.stop();
+      await db.destroy();
+    })());
+
+  return { bundle, server, db, url, shutdown };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.log);
+  const log = logger.child({ component: 'Server' });
+  let service: RunningService;
+  try {
+    service = await startService(config, logger);
+  } catch (err) {
+    log.fatal({ err }, `Failed to start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  const dbName = config.database.client === 'sqlite' ? `SQLite ${config.database.filename}` : 'MySQL';
+  log.info(`Listening on ${config.host}:${(service.server.address() as { port: number }).port} (${dbName})`);
+
+  const onSignal = (signal: string) => {
+    log.info(`${signal} received, shutting down`);
+    service.shutdown().then(
+      () => {
+        log.info('Shutdown complete');
+        process.exit(0);
+      },
+      (err) => {
+        log.error({ err }, 'Shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void main();
+}

@@ -1,0 +1,19 @@
+// The route table of the whole service: every route the app mounts, grouped by mount point.
+// The OpenAPI document is generated from this same table.
+import type { RouteDef } from '../lib/http/route';
+import type { Services } from '../lib/services';
+import { healthRoutes } from './health';
+
+export interface RouteGroup {
+  prefix: string;
+  routes: RouteDef[];
+}
+
+export const API_PREFIX = '/api/v1';
+
+export function routeTable(services: Services): RouteGroup[] {
+  return [
+    { prefix: '', routes: healthRoutes(services) },
+    { prefix: API_PREFIX, routes: [] },
+  ];
+}

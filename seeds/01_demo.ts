@@ -1,0 +1,95 @@
+// Idempotent demo data: the three demo accounts of API.md, a small category tree and a few products of
+// the demo seller. Inserts only what is missing, so running it twice changes nothing.
+import type { Knex } from 'knex';
+import { DEFAULT_SEED_PASSWORDS, loadConfig, type Config } from '../lib/config';
+import { hashPassword } from '../lib/auth/passwords';
+
+export const DEMO_ACCOUNTS = [
+  { key: 'admin', email: 'admin@marketplace.test', name: 'Demo Admin', role: 'ADMIN', businessNumber: null },
+  { key: 'seller', email: 'seller@marketplace.test', name: 'Demo Seller', role: 'SELLER', businessNumber: '123-45-67890' },
+  { key: 'buyer', email: 'buyer@marketplace.test', name: 'Demo Buyer', role: 'BUYER', businessNumber: null },
+] as const;
+
+const CATEGORY_TREE: Array<{ name: string; displayOrder: number; children: string[] }> = [
+  { name: 'Electronics', displayOrder: 1, children: ['Phones', 'Laptops', 'Audio'] },
+  { name: 'Home', displayOrder: 2, children: ['Kitchen', 'Furniture'] },
+  { name: 'Books', displayOrder: 3, children: [] },
+];
+
+const DEMO_PRODUCTS = [
+  { category: 'Phones', name: 'Demo Phone X', price: '699.00', stock: 50 },
+  { category: 'Laptops', name: 'Demo Laptop 14', price: '1299.99', stock: 20 },
+  { category: 'Audio', name: 'Demo Headphones', price: '149.50', stock: 100 },
+  { category: 'Kitchen', name: 'Demo Kettle', price: '39.90', stock: 75 },
+  { category: 'Books', name: 'Demo Novel', price: '12.00', stock: 200 },
+];
+
+/** The knex seed entry point (`npm run db:seed`, `knex seed:run`). */
+export async function seed(knex: Knex): Promise<void> {
+  await seedDemo(knex, loadConfig());
+}
+
+export async function seedDemo(knex: Knex, config: Config): Promise<void> {
+  if (config.env === 'production') {
+    for (const [key, value] of Object.entries(config.seedPasswords)) {
+      if (value === DEFAULT_SEED_PASSWORDS[key as keyof typeof DEFAULT_SEED_PASSWORDS]) {
+        throw new Error(
+          `Refusing to seed: SEED_${key.toUpperCase()}_PASSWORD must be set (not the development default) in production`,
+        );
+      }
+    }
+  }
+  const now = new Date();
+  const ids: Record<string, number> = {};
+  for (const account of DEMO_ACCOUNTS) {
+    const existing = await knex('members').where({ email: account.email }).first('id');
+    if (existing) {
+      ids[account.key] = existing.id;
+      continue;
+    }
+    const passwordHash = await hashPassword(config.seedPasswords[account.key], config.bcryptCost);
+    const [id] = await knex('members').insert({
+      email: account.email,
+      password_hash: passwordHash,
+      name: account.name,
+      phone: '010-0000-0000',
+      role: account.role,
+      business_number: account.businessNumber,
+      created_at: now,
+      updated_at: now,
+    });
+    ids[account.key] = id;
+  }
+
+  const categoryIds: Record<string, number> = {};
+  const ensureCategory = async (name: string, parentId: number | null, displayOrder: number) => {
+    const key = { name_key: name.toLowerCase(), parent_key: parentId ?? 0 };
+    const existing = await knex('categories').where(key).first('id');
+    if (existing) return existing.id as number;
+    const [id] = await knex('categories').insert({ ...key, name, parent_id: parentId, display_order: displayOrder, created_at: now });
+    return id as number;
+  };
+  for (const root of CATEGORY_TREE) {
+    categoryIds[root.name] = await ensureCategory(root.name, null, root.displayOrder);
+    for (const [index, child] of root.children.entries()) {
+      categoryIds[child] = await ensureCategory(child, categoryIds[root.name], index + 1);
+    }
+  }
+
+  for (const product of DEMO_PRODUCTS) {
+    const existing = await knex('products').where({ seller_id: ids.seller, name: product.name }).first('id');
+    if (existing) continue;
+    await knex('products').insert({
+      seller_id: ids.seller,
+      category_id: categoryIds[product.category],
+      name: product.name,
+      description: `${product.name}, a demo product.`,
+      price: product.price,
+      stock_quantity: product.stock,
+      status: 'ON_SALE',
+      sales_count: 0,
+      created_at: now,
+      updated_at: now,
+    });
+  }
+}
