@@ -108,3 +108,46 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
     router[def.method](prefix + def.path, authenticate(def, tokens), ...(def.before ?? []), run);
   }
 }
+
+/** JSON Schema of API.md's error body (every 4xx/5xx response). */
+export const ERROR_SCHEMA: JsonSchema = {
+  type: 'object',
+  required: ['status', 'code', 'message', 'path', 'timestamp', 'requestId'],
+  properties: {
+    status: { type: 'integer' },
+    code: { type: 'string' },
+    message: { type: 'string' },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['field', 'message'],
+        properties: { field: { type: 'string' }, message: { type: 'string' } },
+      },
+    },
+    path: { type: 'string' },
+    timestamp: { type: 'string', format: 'date-time' },
+    requestId: { type: 'string' },
+  },
+};
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid request (VALIDATION_ERROR and the other 400 codes of API.md)',
+  401: 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED, INVALID_CREDENTIALS)',
+  403: 'Wrong role or not the owner (FORBIDDEN)',
+  404: 'Not found (NOT_FOUND)',
+  409: 'Conflicts with the current state',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  429: 'Too many requests (Retry-After)',
+};
+
+/** Documented error responses, e.g. `...errorResponses(400, 401, 409)`; descriptions may be overridden. */
+export function errorResponses(...statuses: Array<number | [number, string]>): Record<number, ResponseDoc> {
+  const out: Record<number, ResponseDoc> = {};
+  for (const entry of statuses) {
+    const [status, description] = Array.isArray(entry) ? entry : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
+    out[status] = { description, schema: ERROR_SCHEMA };
+  }
+  return out;
+}
