@@ -4,6 +4,7 @@ import type { Db } from './db';
 import type { Logger } from './logger';
 import { createTokenService } from './auth/tokens';
 import { createHealthService } from './health/health-service';
+import { createEventBus } from './events';
 
 export interface Deps {
   config: Config;
@@ -12,9 +13,11 @@ export interface Deps {
 }
 
 export function createServices(deps: Deps) {
+  const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
   return {
+    events,
     tokens,
     health,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
