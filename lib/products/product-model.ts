@@ -1,0 +1,44 @@
+// Objection models of the catalogue. Money columns stay as the database returns them (DECIMAL: a string on
+// MariaDB, a number on SQLite); convert with toCents() from lib/db.ts, never with float arithmetic.
+import { BaseModel } from '../db';
+
+export type ProductStatus = 'DRAFT' | 'ON_SALE' | 'SOLD_OUT' | 'DELETED';
+export const PRODUCT_STATUSES: readonly ProductStatus[] = ['DRAFT', 'ON_SALE', 'SOLD_OUT', 'DELETED'];
+
+export class ProductImage extends BaseModel {
+  static tableName = 'product_images';
+
+  id!: number;
+  productId!: number;
+  imageUrl!: string;
+  fileName!: string;
+  displayOrder!: number;
+  createdAt!: Date;
+}
+
+export class Product extends BaseModel {
+  static tableName = 'products';
+
+  id!: number;
+  sellerId!: number;
+  categoryId!: number;
+  name!: string;
+  description!: string | null;
+  price!: string | number;
+  stockQuantity!: number;
+  status!: ProductStatus;
+  salesCount!: number;
+  createdAt!: Date;
+  updatedAt!: Date;
+  images?: ProductImage[];
+
+  static get relationMappings() {
+    return {
+      images: {
+        relation: BaseModel.HasManyRelation,
+        modelClass: ProductImage,
+        join: { from: 'products.id', to: 'product_images.product_id' },
+      },
+    };
+  }
+}
