@@ -1,0 +1,158 @@
+// The order lifecycle: the single source of valid order transitions. The order service decides every
+// status change with the pure `transition()` API on a snapshot restored from the persisted status; the
+// tests and the visualizer read the same definition. Each transition's `meta` names the role that may
+// trigger it; the guards check that role on the event (ownership is checked by the service, which has
+// the database).
+import { assign, setup, transition } from 'xstate';
+
+export const ORDER_STATUSES = ['PENDING', 'CONFIRMED', 'SHIPPED', 'DELIVERED', 'CANCELLED'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+export type OrderRole = 'BUYER' | 'SELLER';
+
+/** Who asks for the change: the member's id and role (the guards look at the role). */
+export interface TransitionActor {
+  memberId: number;
+  role: OrderRole | 'ADMIN';
+}
+
+export type OrderLifecycleEvent =
+  | ({ type: 'CONFIRM' } & TransitionActor)
+  | ({ type: 'SHIP' } & TransitionActor)
+  | ({ type: 'DELIVER' } & TransitionActor)
+  | ({ type: 'CANCEL' } & TransitionActor);
+
+export interface OrderLifecycleContext {
+  /** Member who made the last change (null for the initial PENDING). */
+  changedBy: number | null;
+}
+
+export interface TransitionMeta {
+  role: OrderRole;
+  description: string;
+}
+
+export const orderLifecycleMachine = setup({
+  types: {
+    context: {} as OrderLifecycleContext,
+    events: {} as OrderLifecycleEvent,
+  },
+  guards: {
+    bySeller: ({ event }) => event.role === 'SELLER',
+    byBuyer: ({ event }) => event.role === 'BUYER',
+  },
+  actions: {
+    recordChangedBy: assign({ changedBy: ({ event }) => event.memberId }),
+  },
+}).createMachine({
+  id: 'orderLifecycle',
+  initial: 'PENDING',
+  context: { changedBy: null },
+  states: {
+    PENDING: {
+      description: 'Placed; stock is deducted',
+      on: {
+        CONFIRM: {
+          target: 'CONFIRMED',
+          guard: 'bySeller',
+          actions: 'recordChangedBy',
+          meta: { role: 'SELLER', description: 'Seller confirms the order' } satisfies TransitionMeta,
+        },
+        CANCEL: {
+          target: 'CANCELLED',
+          guard: 'byBuyer',
+          actions: 'recordChangedBy',
+          meta: {
+            role: 'BUYER',
+            description: 'Buyer cancels; stock and salesCount are restored',
+          } satisfies TransitionMeta,
+        },
+      },
+    },
+    CONFIRMED: {
+      description: 'Accepted by the seller',
+      on: {
+        SHIP: {
+          target: 'SHIPPED',
+          guard: 'bySeller',
+          actions: 'recordChangedBy',
+          meta: { role: 'SELLER', description: 'Seller ships the order' } satisfies TransitionMeta,
+        },
+        CANCEL: {
+          target: 'CANCELLED',
+          guard: 'byBuyer',
+          actions: 'recordChangedBy',
+          meta: {
+            role: 'BUYER',
+            description: 'Buyer cancels; stock and salesCount are restored',
+          } satisfies TransitionMeta,
+        },
+      },
+    },
+    SHIPPED: {
+      description: 'On its way; no longer cancellable',
+      on: {
+        DELIVER: {
+          target: 'DELIVERED',
+          guard: 'bySeller',
+          actions: 'recordChangedBy',
+          meta: { role: 'SELLER', description: 'Seller marks the order delivered' } satisfies TransitionMeta,
+        },
+      },
+    },
+    DELIVERED: { type: 'final', description: 'Delivered' },
+    CANCELLED: { type: 'final', description: 'Cancelled by the buyer' },
+  },
+});
+
+/** The seller event that moves an order INTO `target` (one step forward), if there is one. */
+export const SELLER_EVENT_FOR_TARGET: Partial<Record<OrderStatus, 'CONFIRM' | 'SHIP' | 'DELIVER'>> = {
+  CONFIRMED: 'CONFIRM',
+  SHIPPED: 'SHIP',
+  DELIVERED: 'DELIVER',
+};
+
+/** A machine snapshot for an order whose persisted status is `status`. */
+export function snapshotFor(status: OrderStatus, changedBy: number | null = null) {
+  return orderLifecycleMachine.resolveState({ value: status, context: { changedBy } });
+}
+
+/**
+ * Decides an event against the persisted status with the pure transition API: the next status, or
+ * null when the machine does not allow it (wrong state or wrong role).
+ */
+export function nextStatus(current: OrderStatus, event: OrderLifecycleEvent): OrderStatus | null {
+  const before = snapshotFor(current);
+  if (!before.can(event)) return null;
+  const [after] = transition(orderLifecycleMachine, before, event);
+  return after.value as OrderStatus;
+}
+
+/** Statuses from which `role` can move the order, with the event and target (for docs and tests). */
+export function transitionsTable(): Array<{
+  from: OrderStatus;
+  event: string;
+  to: OrderStatus;
+  role: OrderRole;
+  guard: string;
+}> {
+  const rows: Array<{ from: OrderStatus; event: string; to: OrderStatus; role: OrderRole; guard: string }> =
+    [];
+  for (const [from, node] of Object.entries(orderLifecycleMachine.states)) {
+    for (const [event, defs] of node.transitions) {
+      for (const def of defs) {
+        const meta = def.meta as TransitionMeta;
+        const target = def.target?.[0]?.key as OrderStatus;
+        const guard = def.guard;
+        rows.push({
+          from: from as OrderStatus,
+          event,
+          to: target,
+          role: meta.role,
+          guard: typeof guard === 'string' ? guard : String((guard as { type?: string })?.type ?? ''),
+        });
+      }
+    }
+  }
+  return rows;
+}
