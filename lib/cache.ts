@@ -12,7 +12,11 @@ export interface Cache<T> {
 }
 
 export function createCache<T>(ttlSeconds: number): Cache<T> {
-  const store = new NodeCache({ stdTTL: ttlSeconds, useClones: false, checkperiod: Math.min(ttlSeconds, 600) });
+  const store = new NodeCache({
+    stdTTL: ttlSeconds,
+    useClones: false,
+    checkperiod: Math.min(ttlSeconds, 600),
+  });
   const inFlight = new Map<string, Promise<T>>();
   // A load that started before a `del` must not write its (stale) result back.
   const generation = new Map<string, number>();

@@ -26,7 +26,9 @@ const bool = () =>
 const int = (min: number, max: number) =>
   yup
     .number()
-    .transform((_value, original) => (original === undefined || original === '' ? undefined : Number(original)))
+    .transform((_value, original) =>
+      original === undefined || original === '' ? undefined : Number(original),
+    )
     .typeError('${path} must be an integer')
     .integer('${path} must be an integer')
     .min(min, `\${path} must be at least ${min}`)
@@ -116,11 +118,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const production = v.NODE_ENV === 'production';
   if (production && !v.JWT_SECRET) {
-    throw new ConfigError('JWT_SECRET', 'Invalid configuration: JWT_SECRET is required when NODE_ENV=production');
+    throw new ConfigError(
+      'JWT_SECRET',
+      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production',
+    );
   }
   const bcryptCost = v.BCRYPT_COST ?? 12;
   if (v.NODE_ENV !== 'test' && bcryptCost < 10) {
-    throw new ConfigError('BCRYPT_COST', 'Invalid configuration: BCRYPT_COST must be at least 10 outside tests');
+    throw new ConfigError(
+      'BCRYPT_COST',
+      'Invalid configuration: BCRYPT_COST must be at least 10 outside tests',
+    );
   }
 
   const dataDir = path.resolve(v.DATA_DIR);
@@ -129,7 +137,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .filter(Boolean);
   for (const origin of corsOrigins) {
     if (!/^https?:\/\/[A-Za-z0-9.*-]+(:\d+)?$/.test(origin)) {
-      throw new ConfigError('CORS_ORIGINS', `Invalid configuration: CORS_ORIGINS entry "${origin}" is not an origin`);
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `Invalid configuration: CORS_ORIGINS entry "${origin}" is not an origin`,
+      );
     }
   }
 

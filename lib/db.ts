@@ -29,7 +29,10 @@ export function knexConfig(database: Config['database']): Knex.Config {
       migrations,
       seeds,
       pool: {
-        afterCreate(conn: { pragma(sql: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+        afterCreate(
+          conn: { pragma(sql: string): unknown },
+          done: (err: Error | null, conn: unknown) => void,
+        ) {
           conn.pragma('journal_mode = WAL');
           conn.pragma('foreign_keys = ON');
           conn.pragma('busy_timeout = 5000');
@@ -70,7 +73,9 @@ export function isMysql(db: Db): boolean {
 
 /** Rows changed by an UPDATE/DELETE through the query builder, on either database. */
 export function affectedRows(result: unknown): number {
-  return typeof result === 'number' ? result : Number((result as { affectedRows?: number })?.affectedRows ?? 0);
+  return typeof result === 'number'
+    ? result
+    : Number((result as { affectedRows?: number })?.affectedRows ?? 0);
 }
 
 interface DbError {
@@ -80,7 +85,11 @@ interface DbError {
 
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as DbError;
-  return e?.code === 'ER_DUP_ENTRY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  return (
+    e?.code === 'ER_DUP_ENTRY' ||
+    e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
 }
 
 export function isForeignKeyViolation(err: unknown): boolean {

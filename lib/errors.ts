@@ -31,7 +31,10 @@ export class BadRequestError extends AppError {
 }
 
 export class UnauthenticatedError extends AppError {
-  constructor(code: 'UNAUTHENTICATED' | 'INVALID_TOKEN' | 'TOKEN_EXPIRED' | 'INVALID_CREDENTIALS', message: string) {
+  constructor(
+    code: 'UNAUTHENTICATED' | 'INVALID_TOKEN' | 'TOKEN_EXPIRED' | 'INVALID_CREDENTIALS',
+    message: string,
+  ) {
     super(401, code, message);
   }
 }

@@ -19,7 +19,17 @@ const LEVEL_NAMES: Record<number, string> = {
 };
 
 const SECRET_KEY = /pass(word)?|token|secret|authorization|cookie|hash/i;
-const BUNYAN_FIELDS = new Set(['name', 'hostname', 'pid', 'level', 'msg', 'time', 'v', 'component', 'requestId']);
+const BUNYAN_FIELDS = new Set([
+  'name',
+  'hostname',
+  'pid',
+  'level',
+  'msg',
+  'time',
+  'v',
+  'component',
+  'requestId',
+]);
 
 /** Replaces values of secret-looking keys, recursively; leaves everything else as it is. */
 export function scrub(value: unknown, depth = 0): unknown {
@@ -64,7 +74,8 @@ class ScrubbingStream {
     const clean: LineRecord = { ...record, requestId: record.requestId ?? currentRequestId() };
     for (const key of Object.keys(clean)) {
       if (BUNYAN_FIELDS.has(key)) continue;
-      clean[key] = key === 'err' ? scrub(clean[key]) : SECRET_KEY.test(key) ? '[REDACTED]' : scrub(clean[key]);
+      clean[key] =
+        key === 'err' ? scrub(clean[key]) : SECRET_KEY.test(key) ? '[REDACTED]' : scrub(clean[key]);
     }
     this.out.write(this.format === 'json' ? `${JSON.stringify(clean)}\n` : `${formatLine(clean)}\n`);
   }
@@ -81,7 +92,13 @@ export function createLogger(options: LoggerOptions): Logger {
   return bunyan.createLogger({
     name: 'marketplace',
     level: options.level,
-    streams: [{ type: 'raw', level: options.level, stream: new ScrubbingStream(options.format, options.out ?? process.stdout) }],
+    streams: [
+      {
+        type: 'raw',
+        level: options.level,
+        stream: new ScrubbingStream(options.format, options.out ?? process.stdout),
+      },
+    ],
     serializers: { err: bunyan.stdSerializers.err },
   });
 }

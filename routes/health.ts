@@ -24,7 +24,12 @@ export function healthRoutes(services: Services): RouteDef[] {
       summary: 'Liveness: the process is up',
       tags: ['Health'],
       auth: 'public',
-      responses: { 200: { description: 'Process is up', schema: { type: 'object', properties: { status: { const: 'UP' } } } } },
+      responses: {
+        200: {
+          description: 'Process is up',
+          schema: { type: 'object', properties: { status: { const: 'UP' } } },
+        },
+      },
       handler: (_input, ctx) => {
         ctx.body = { status: 'UP' };
       },

@@ -18,6 +18,7 @@ function runAva(db: 'sqlite' | 'mysql'): Promise<number> {
       out += chunk.toString();
     });
     child.on('close', (code) => {
+      // eslint-disable-next-line no-control-regex -- strips ANSI colour codes
       const clean = out.replace(/\x1b\[[0-9;]*m/g, '');
       const passed = /(\d+) tests? passed/.exec(clean);
       const failed = /(\d+) tests? failed/.exec(clean);

@@ -6,7 +6,13 @@ import { hashPassword } from '../lib/auth/passwords';
 
 export const DEMO_ACCOUNTS = [
   { key: 'admin', email: 'admin@marketplace.test', name: 'Demo Admin', role: 'ADMIN', businessNumber: null },
-  { key: 'seller', email: 'seller@marketplace.test', name: 'Demo Seller', role: 'SELLER', businessNumber: '123-45-67890' },
+  {
+    key: 'seller',
+    email: 'seller@marketplace.test',
+    name: 'Demo Seller',
+    role: 'SELLER',
+    businessNumber: '123-45-67890',
+  },
   { key: 'buyer', email: 'buyer@marketplace.test', name: 'Demo Buyer', role: 'BUYER', businessNumber: null },
 ] as const;
 
@@ -66,7 +72,13 @@ export async function seedDemo(knex: Knex, config: Config): Promise<void> {
     const key = { name_key: name.toLowerCase(), parent_key: parentId ?? 0 };
     const existing = await knex('categories').where(key).first('id');
     if (existing) return existing.id as number;
-    const [id] = await knex('categories').insert({ ...key, name, parent_id: parentId, display_order: displayOrder, created_at: now });
+    const [id] = await knex('categories').insert({
+      ...key,
+      name,
+      parent_id: parentId,
+      display_order: displayOrder,
+      created_at: now,
+    });
     return id as number;
   };
   for (const root of CATEGORY_TREE) {

@@ -39,7 +39,8 @@ export function createTokenService(jwtConfig: Config['jwt']) {
         audience: jwtConfig.audience,
       });
     } catch (err) {
-      if (err instanceof jwt.TokenExpiredError) throw new UnauthenticatedError('TOKEN_EXPIRED', 'Token has expired');
+      if (err instanceof jwt.TokenExpiredError)
+        throw new UnauthenticatedError('TOKEN_EXPIRED', 'Token has expired');
       throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
     }
     if (typeof payload === 'string' || payload.typ !== type || !/^\d+$/.test(String(payload.sub))) {
@@ -76,7 +77,11 @@ export function createTokenService(jwtConfig: Config['jwt']) {
 
     verifyRefreshToken(token: string): RefreshClaims {
       const payload = verify(token, 'refresh');
-      if (typeof payload.fam !== 'string' || typeof payload.jti !== 'string' || typeof payload.exp !== 'number') {
+      if (
+        typeof payload.fam !== 'string' ||
+        typeof payload.jti !== 'string' ||
+        typeof payload.exp !== 'number'
+      ) {
         throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
       }
       return {

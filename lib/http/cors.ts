@@ -18,7 +18,9 @@ export function originMatcher(patterns: string[]): (origin: string) => boolean {
   const exact = new Set(patterns.filter((p) => !p.includes('*')).map((p) => p.toLowerCase()));
   const wildcards = patterns
     .filter((p) => p.includes('*'))
-    .map((p) => new RegExp(`^${escapeRegExp(p.toLowerCase()).replace(/\*/g, '[a-z0-9-]+(?:\\.[a-z0-9-]+)*')}$`));
+    .map(
+      (p) => new RegExp(`^${escapeRegExp(p.toLowerCase()).replace(/\*/g, '[a-z0-9-]+(?:\\.[a-z0-9-]+)*')}$`),
+    );
   return (origin) => {
     const o = origin.toLowerCase();
     return exact.has(o) || wildcards.some((re) => re.test(o));
@@ -42,7 +44,8 @@ export function corsMiddleware(allowedOrigins: string[]): Middleware {
   return async function corsForApi(ctx, next) {
     if (!ctx.path.startsWith('/api/')) return next();
     const origin = ctx.get('Origin');
-    const preflight = ctx.method === 'OPTIONS' && origin !== '' && ctx.get('Access-Control-Request-Method') !== '';
+    const preflight =
+      ctx.method === 'OPTIONS' && origin !== '' && ctx.get('Access-Control-Request-Method') !== '';
     if (preflight && !isAllowed(origin)) {
       // A preflight never reaches routing or authentication; a disallowed one just gets no CORS headers.
       ctx.vary('Origin');

@@ -58,7 +58,10 @@ export function errorHandler(logger: Logger): Middleware {
         log.error({ err }, `${error.code} on ${ctx.method} ${ctx.path}`);
       }
       // Headers other middleware attached to the error (CORS, Allow, Retry-After) still go out.
-      for (const [name, value] of Object.entries({ ...(err as HttpishError).headers, ...error.details?.headers })) {
+      for (const [name, value] of Object.entries({
+        ...(err as HttpishError).headers,
+        ...error.details?.headers,
+      })) {
         ctx.set(name, value);
       }
       ctx.status = error.status;

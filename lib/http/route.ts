@@ -68,7 +68,8 @@ export function bearerToken(ctx: Context): string | null {
   const header = ctx.get('Authorization');
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) throw new UnauthenticatedError('INVALID_TOKEN', 'Authorization header must be "Bearer <token>"');
+  if (!match)
+    throw new UnauthenticatedError('INVALID_TOKEN', 'Authorization header must be "Bearer <token>"');
   return match[1];
 }
 
@@ -80,7 +81,8 @@ function authenticate(def: RouteDef, tokens: TokenService): Middleware {
   return async function authenticateMiddleware(ctx, next) {
     const token = bearerToken(ctx);
     if (!token) {
-      if (def.auth !== 'public') throw new UnauthenticatedError('UNAUTHENTICATED', 'Authentication is required');
+      if (def.auth !== 'public')
+        throw new UnauthenticatedError('UNAUTHENTICATED', 'Authentication is required');
       ctx.state.auth = null;
       return next();
     }
@@ -146,7 +148,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 export function errorResponses(...statuses: Array<number | [number, string]>): Record<number, ResponseDoc> {
   const out: Record<number, ResponseDoc> = {};
   for (const entry of statuses) {
-    const [status, description] = Array.isArray(entry) ? entry : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
+    const [status, description] = Array.isArray(entry)
+      ? entry
+      : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
     out[status] = { description, schema: ERROR_SCHEMA };
   }
   return out;

@@ -16,7 +16,10 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
       for (const key of unknown) out.push({ field: `${prefix}${base}${key}`, message: 'unknown field' });
       continue;
     }
-    out.push({ field: `${prefix}${e.path ?? ''}` || prefix.replace(/\.$/, ''), message: e.errors[0] ?? e.message });
+    out.push({
+      field: `${prefix}${e.path ?? ''}` || prefix.replace(/\.$/, ''),
+      message: e.errors[0] ?? e.message,
+    });
   }
   return out;
 }
@@ -24,7 +27,11 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
 export type Where = 'body' | 'query' | 'params';
 
 /** Validates and casts `value`; throws ValidationError (400) naming each bad field. */
-export async function validate<S extends yup.ISchema<unknown>>(schema: S, value: unknown, where: Where): Promise<yup.InferType<S>> {
+export async function validate<S extends yup.ISchema<unknown>>(
+  schema: S,
+  value: unknown,
+  where: Where,
+): Promise<yup.InferType<S>> {
   try {
     return (await schema.validate(value, { abortEarly: false, stripUnknown: false })) as yup.InferType<S>;
   } catch (err) {
@@ -40,7 +47,9 @@ export async function validate<S extends yup.ISchema<unknown>>(schema: S, value:
 export const id = () =>
   yup
     .number()
-    .transform((value, original) => (typeof original === 'string' && !/^\d+$/.test(original.trim()) ? NaN : value))
+    .transform((value, original) =>
+      typeof original === 'string' && !/^\d+$/.test(original.trim()) ? NaN : value,
+    )
     .typeError('${path} must be a positive integer')
     .integer('${path} must be a positive integer')
     .min(1, '${path} must be a positive integer')

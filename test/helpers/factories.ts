@@ -15,7 +15,11 @@ export interface TestMember {
   token: string;
 }
 
-export async function createMember(app: TestApp, role: Role = 'BUYER', overrides: { email?: string; password?: string } = {}): Promise<TestMember> {
+export async function createMember(
+  app: TestApp,
+  role: Role = 'BUYER',
+  overrides: { email?: string; password?: string } = {},
+): Promise<TestMember> {
   const email = overrides.email ?? `${role.toLowerCase()}-${uniq()}@example.test`;
   const password = overrides.password ?? 'Password-123';
   const now = new Date();
@@ -33,7 +37,11 @@ export async function createMember(app: TestApp, role: Role = 'BUYER', overrides
   return { id, email, password, role, token };
 }
 
-export async function createCategory(app: TestApp, name = `Category ${uniq()}`, parentId: number | null = null): Promise<number> {
+export async function createCategory(
+  app: TestApp,
+  name = `Category ${uniq()}`,
+  parentId: number | null = null,
+): Promise<number> {
   const [id] = await app.db('categories').insert({
     name,
     name_key: name.toLowerCase(),
@@ -55,7 +63,11 @@ export interface ProductOverrides {
   createdAt?: Date;
 }
 
-export async function createProduct(app: TestApp, sellerId: number, overrides: ProductOverrides = {}): Promise<number> {
+export async function createProduct(
+  app: TestApp,
+  sellerId: number,
+  overrides: ProductOverrides = {},
+): Promise<number> {
   const categoryId = overrides.categoryId ?? (await createCategory(app));
   const now = overrides.createdAt ?? new Date();
   const [id] = await app.db('products').insert({

@@ -127,7 +127,11 @@ export interface StartOptions {
 /** Starts the real service on port 0 against a fresh database. */
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
-  const config = testConfig({ ...database.env, ...(options.logLevel ? { LOG_LEVEL: options.logLevel } : {}), ...options.env });
+  const config = testConfig({
+    ...database.env,
+    ...(options.logLevel ? { LOG_LEVEL: options.logLevel } : {}),
+    ...options.env,
+  });
   const logs = new LogCollector();
   const logger = createLogger({ level: config.log.level, format: config.log.format, out: logs });
   const service = await startService(config, logger);

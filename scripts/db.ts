@@ -1,0 +1,31 @@
+// `npm run db:migrate | db:rollback | db:seed`: the knex migrator and seeder run from code (the knex CLI
+// does not know tsx), against the database the config points at.
+import { ConfigError, loadConfig } from '../lib/config';
+import { createDb } from '../lib/db';
+import { seedDemo } from '../seeds/01_demo';
+
+const command = process.argv[2];
+try {
+  const config = loadConfig();
+  const db = createDb(config.database);
+  try {
+    if (command === 'migrate') {
+      const [, applied] = await db.migrate.latest();
+      console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Already up to date');
+    } else if (command === 'rollback') {
+      const [, reverted] = await db.migrate.rollback(undefined, process.argv.includes('--all'));
+      console.log(reverted.length ? `Rolled back: ${reverted.join(', ')}` : 'Nothing to roll back');
+    } else if (command === 'seed') {
+      await seedDemo(db, config);
+      console.log('Seeded demo accounts, categories and products');
+    } else {
+      console.error('usage: db.ts migrate | rollback [--all] | seed');
+      process.exitCode = 2;
+    }
+  } finally {
+    await db.destroy();
+  }
+} catch (err) {
+  console.error(err instanceof ConfigError ? err.message : (err as Error).message);
+  process.exitCode = 1;
+}

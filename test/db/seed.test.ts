@@ -1,0 +1,73 @@
+import test from 'ava';
+import { createDb } from '../../lib/db';
+import { verifyPassword } from '../../lib/auth/passwords';
+import { seedDemo, DEMO_ACCOUNTS } from '../../seeds/01_demo';
+import { createTestDatabase, testConfig, type TestDatabase } from '../helpers/harness';
+
+let database: TestDatabase;
+test.before(async () => {
+  database = await createTestDatabase();
+});
+test.after.always(async () => {
+  await database?.drop();
+});
+
+async function counts(db: ReturnType<typeof createDb>) {
+  const out: Record<string, number> = {};
+  for (const table of ['members', 'categories', 'products']) {
+    const [{ n }] = await db(table).count({ n: '*' });
+    out[table] = Number(n);
+  }
+  return out;
+}
+
+test.serial('the seed creates the demo accounts, categories and products, and is idempotent', async (t) => {
+  const config = testConfig(database.env);
+  const db = createDb(config.database);
+  try {
+    await db.migrate.latest();
+    await seedDemo(db, config);
+    const first = await counts(db);
+    t.deepEqual(first, { members: 3, categories: 8, products: 5 });
+    const members = await db('members')
+      .orderBy('id')
+      .select('email', 'role', 'password_hash', 'business_number');
+    t.deepEqual(
+      members.map((m) => [m.email, m.role]),
+      DEMO_ACCOUNTS.map((a) => [a.email, a.role]),
+    );
+    t.true(await verifyPassword('Seller123!', members[1].password_hash));
+    t.is(members[1].business_number, '123-45-67890');
+
+    const snapshot = await db('members').select('id', 'password_hash', 'updated_at');
+    await seedDemo(db, config);
+    t.deepEqual(await counts(db), first, 'running it twice changes nothing');
+    t.deepEqual(await db('members').select('id', 'password_hash', 'updated_at'), snapshot);
+  } finally {
+    await db.destroy();
+  }
+});
+
+test.serial('seed passwords come from the environment', async (t) => {
+  const config = testConfig({ ...database.env, SEED_BUYER_PASSWORD: 'Another-Pass-1' });
+  const db = createDb(config.database);
+  try {
+    await db('members').where({ email: 'buyer@marketplace.test' }).delete();
+    await seedDemo(db, config);
+    const buyer = await db('members').where({ email: 'buyer@marketplace.test' }).first('password_hash');
+    t.true(await verifyPassword('Another-Pass-1', buyer.password_hash));
+  } finally {
+    await db.destroy();
+  }
+});
+
+test('in production the seed refuses the development default passwords', async (t) => {
+  const config = { ...testConfig(database.env), env: 'production' as const };
+  const db = createDb(config.database);
+  try {
+    const err = await t.throwsAsync(seedDemo(db, config));
+    t.regex(err!.message, /Refusing to seed: SEED_ADMIN_PASSWORD must be set/);
+  } finally {
+    await db.destroy();
+  }
+});

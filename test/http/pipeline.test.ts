@@ -1,0 +1,119 @@
+import http from 'node:http';
+import test from 'ava';
+import Koa from 'koa';
+import { errorHandler } from '../../lib/http/error-handler';
+import { requestContext } from '../../lib/http/request-context';
+import { createLogger } from '../../lib/logger';
+import { LogCollector, request, startTestApp, type TestApp } from '../helpers/harness';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp({ logLevel: 'info' });
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+test('every response carries a generated UUID X-Request-Id', async (t) => {
+  const res = await app.request('GET', '/health/live');
+  t.regex(res.headers.get('x-request-id') ?? '', UUID);
+});
+
+test('a valid client X-Request-Id is reused, an invalid one replaced', async (t) => {
+  const valid = 'client-id_1.2';
+  t.is(
+    (await app.request('GET', '/health/live', { headers: { 'X-Request-Id': valid } })).headers.get(
+      'x-request-id',
+    ),
+    valid,
+  );
+  const longest = 'a'.repeat(64);
+  t.is(
+    (await app.request('GET', '/health/live', { headers: { 'X-Request-Id': longest } })).headers.get(
+      'x-request-id',
+    ),
+    longest,
+  );
+  for (const bad of ['a'.repeat(65), 'has space', 'semi;colon', 'ünïcode']) {
+    const res = await app.request('GET', '/health/live', {
+      headers: { 'X-Request-Id': encodeURI(bad) === bad ? bad : encodeURIComponent(bad) },
+    });
+    t.regex(res.headers.get('x-request-id') ?? '', UUID, bad);
+  }
+});
+
+test('one access-log line per request in the spec format, with the request id', async (t) => {
+  const id = `log-line-${Date.now()}`;
+  await app.request('GET', '/health/live?token=secret-in-query', { headers: { 'X-Request-Id': id } });
+  const lines = app.logs.lines.filter((line) => line.includes(`[${id}]`));
+  t.is(lines.length, 1);
+  t.regex(
+    lines[0],
+    /^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\] \[INFO\] \[log-line-\d+\] \[HttpLogger\] GET \/health\/live 200 \d+\.\dms$/,
+  );
+  t.false(app.logs.text.includes('secret-in-query'), 'query strings are not logged');
+});
+
+test('Authorization values never reach the logs', async (t) => {
+  await app.request('GET', '/health/live', { headers: { Authorization: 'Bearer top.secret.value' } });
+  t.false(app.logs.text.includes('top.secret.value'));
+});
+
+test('unknown route: 404 NOT_FOUND in the error shape', async (t) => {
+  const res = await app.request('GET', '/api/v1/does-not-exist', { headers: { 'X-Request-Id': 'nf-1' } });
+  t.is(res.status, 404);
+  t.is(res.headers.get('content-type'), 'application/json; charset=utf-8');
+  t.deepEqual(Object.keys(res.body).sort(), ['code', 'message', 'path', 'requestId', 'status', 'timestamp']);
+  t.like(res.body, { status: 404, code: 'NOT_FOUND', path: '/api/v1/does-not-exist', requestId: 'nf-1' });
+  t.regex(res.body.timestamp, ISO_MS);
+});
+
+test('known path, other method: 405 METHOD_NOT_ALLOWED with Allow', async (t) => {
+  const res = await app.request('DELETE', '/health/live');
+  t.is(res.status, 405);
+  t.is(res.headers.get('allow'), 'HEAD, GET');
+  t.like(res.body, { status: 405, code: 'METHOD_NOT_ALLOWED', path: '/health/live' });
+});
+
+test('plain OPTIONS (no preflight headers) is an ordinary request: 405 with Allow', async (t) => {
+  const res = await app.request('OPTIONS', '/health/ready');
+  t.is(res.status, 405);
+  t.is(res.headers.get('allow'), 'HEAD, GET');
+  t.like(res.body, { status: 405, code: 'METHOD_NOT_ALLOWED' });
+});
+
+test('unexpected errors become a generic 500 without internals, logged with the request id', async (t) => {
+  const logs = new LogCollector();
+  const logger = createLogger({ level: 'info', format: 'line', out: logs });
+  const koa = new Koa();
+  koa.silent = true;
+  koa.use(requestContext(logger));
+  koa.use(errorHandler(logger));
+  koa.use(() => {
+    throw new Error('select * from secret_table failed');
+  });
+  const server = http.createServer(koa.callback()).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const { port } = server.address() as { port: number };
+    const res = await request(`http://127.0.0.1:${port}`, 'GET', '/boom', {
+      headers: { 'X-Request-Id': 'boom-1' },
+    });
+    t.is(res.status, 500);
+    t.like(res.body, {
+      status: 500,
+      code: 'INTERNAL_ERROR',
+      message: 'An unexpected error occurred',
+      requestId: 'boom-1',
+    });
+    t.false(res.text.includes('secret_table'));
+    t.false(res.text.includes('stack'));
+    t.true(logs.lines.some((line) => line.includes('[ERROR] [boom-1] [ErrorHandler]')));
+    t.true(logs.text.includes('secret_table'), 'the cause is logged for operators');
+  } finally {
+    server.close();
+  }
+});

@@ -1,0 +1,78 @@
+import { spawnSync } from 'node:child_process';
+import test from 'ava';
+import { ConfigError, DEV_JWT_SECRET, loadConfig } from '../../lib/config';
+
+const base = { NODE_ENV: 'development' };
+
+function configError(t: import('ava').ExecutionContext, env: Record<string, string>): ConfigError {
+  const err = t.throws(() => loadConfig(env), { instanceOf: ConfigError });
+  return err as ConfigError;
+}
+
+test('defaults: port 8080, embedded SQLite under ./var, actor inventory, line logs, bcrypt cost 12', (t) => {
+  const config = loadConfig(base);
+  t.is(config.port, 8080);
+  t.is(config.database.client, 'sqlite');
+  t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
+  t.true(config.uploadDir.endsWith('/var/uploads'));
+  t.is(config.inventoryMode, 'actor');
+  t.deepEqual(config.log, { level: 'info', format: 'line' });
+  t.is(config.bcryptCost, 12);
+  t.is(config.jwt.secret, DEV_JWT_SECRET);
+  t.is(config.jwt.algorithm, 'HS256');
+  t.true(config.migrateOnStart);
+  t.true(config.seedOnStart);
+  t.deepEqual(config.corsOrigins, ['http://localhost:3000', 'http://localhost:5173']);
+});
+
+test('DATABASE_URL=mysql://... selects MySQL', (t) => {
+  const config = loadConfig({ ...base, DATABASE_URL: 'mysql://u:p@db.local:3307/shop' });
+  t.deepEqual(config.database, { client: 'mysql', url: 'mysql://u:p@db.local:3307/shop', poolMax: 20 });
+});
+
+test('every bad value names its variable', (t) => {
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ DATABASE_URL: 'postgres://x@h/db' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'mysql://root@127.0.0.1:3306' }, 'DATABASE_URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
+    [{ BCRYPT_COST: 'twelve' }, 'BCRYPT_COST'],
+    [{ BCRYPT_COST: '9' }, 'BCRYPT_COST'],
+    [{ INVENTORY_MODE: 'magic' }, 'INVENTORY_MODE'],
+    [{ MIGRATE_ON_START: 'maybe' }, 'MIGRATE_ON_START'],
+    [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
+    [{ CORS_ORIGINS: 'not an origin' }, 'CORS_ORIGINS'],
+    [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
+  ];
+  for (const [env, variable] of cases) {
+    const err = configError(t, { ...base, ...env });
+    t.is(err.variable, variable, JSON.stringify(env));
+    t.true(err.message.includes(variable), err.message);
+  }
+});
+
+test('production refuses to start without JWT_SECRET', (t) => {
+  const err = configError(t, { NODE_ENV: 'production' });
+  t.is(err.variable, 'JWT_SECRET');
+  t.regex(err.message, /JWT_SECRET is required/);
+  const ok = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
+  t.false(ok.seedOnStart, 'production does not seed by default');
+});
+
+test('bcrypt cost below 10 is only allowed in tests', (t) => {
+  t.is(loadConfig({ NODE_ENV: 'test', BCRYPT_COST: '4' }).bcryptCost, 4);
+});
+
+test('a bad value stops the server process with one line naming the variable', (t) => {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+    env: { PATH: process.env.PATH, PORT: 'abc' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  t.is(result.status, 1);
+  const lines = result.stderr.trim().split('\n');
+  t.is(lines.length, 1, result.stderr);
+  t.regex(lines[0], /^Invalid configuration: PORT must be an integer$/);
+});
