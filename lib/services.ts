@@ -3,6 +3,10 @@ import type { Config } from './config';
 import type { Db } from './db';
 import type { Logger } from './logger';
 import { createTokenService } from './auth/tokens';
+import { createAuthService } from './auth/auth-service';
+import { createLoginThrottle } from './auth/login-throttle';
+import { createRefreshTokenStore } from './auth/refresh-token-store';
+import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
 
@@ -16,14 +20,21 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
+  const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
+  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
+  const members = createMemberService({ ...deps, refreshTokens });
   return {
     events,
     tokens,
     health,
+    auth,
+    members,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {},
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
-    async stop(): Promise<void> {},
+    async stop(): Promise<void> {
+      auth.stop();
+    },
   };
 }
 

@@ -3,6 +3,8 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
+import { authRoutes } from './auth';
+import { memberRoutes } from './members';
 
 export interface RouteGroup {
   prefix: string;
@@ -14,6 +16,6 @@ export const API_PREFIX = '/api/v1';
 export function routeTable(services: Services): RouteGroup[] {
   return [
     { prefix: '', routes: healthRoutes(services) },
-    { prefix: API_PREFIX, routes: [] },
+    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services)] },
   ];
 }

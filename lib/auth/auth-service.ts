@@ -1,0 +1,129 @@
+// Signup, login, refresh and logout. Login answers the same INVALID_CREDENTIALS for an unknown e-mail
+// and a wrong password, and runs a bcrypt compare in both cases so the timing does not tell them apart.
+import crypto from 'node:crypto';
+import type { Config } from '../config';
+import { isUniqueViolation, type Db } from '../db';
+import { ConflictError, UnauthenticatedError, ValidationError } from '../errors';
+import type { Logger } from '../logger';
+import { Member } from '../members/member-model';
+import { toMemberJson, type MemberJson } from '../members/member-json';
+import type { LoginInput, SignupInput } from './auth-schemas';
+import type { LoginThrottle } from './login-throttle';
+import { hashPassword, PASSWORD_MAX_BYTES, verifyPassword, withoutSql } from './passwords';
+import type { RefreshTokenStore } from './refresh-token-store';
+import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  refreshExpiresIn: number;
+}
+
+export interface AuthDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  tokens: TokenService;
+  refreshTokens: RefreshTokenStore;
+  throttle: LoginThrottle;
+}
+
+const emailTaken = () =>
+  new ConflictError('EMAIL_ALREADY_EXISTS', 'An account with this e-mail address already exists');
+const invalidCredentials = () =>
+  new UnauthenticatedError('INVALID_CREDENTIALS', 'E-mail or password is incorrect');
+
+export function createAuthService(deps: AuthDeps) {
+  const { db, config, tokens, refreshTokens, throttle } = deps;
+  const log = deps.logger.child({ component: 'AuthService' });
+  let dummyHash: Promise<string> | null = null;
+  // A hash of a random password at the configured cost, compared against when the e-mail is unknown.
+  const timingHash = () =>
+    (dummyHash ??= hashPassword(crypto.randomBytes(24).toString('base64'), config.bcryptCost));
+
+  function tokenPair(member: Pick<Member, 'id' | 'role'>, refreshToken: string): TokenPair {
+    return {
+      accessToken: tokens.signAccessToken({ id: member.id, role: member.role }),
+      refreshToken,
+      tokenType: 'Bearer',
+      expiresIn: ACCESS_TOKEN_TTL_SECONDS,
+      refreshExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
+    };
+  }
+
+  return {
+    async signup(input: SignupInput): Promise<MemberJson> {
+      const businessNumber = input.businessNumber?.trim() || null;
+      if (input.role === 'SELLER' && !businessNumber) {
+        throw new ValidationError(
+          'A seller must supply a business registration number',
+          [{ field: 'businessNumber', message: 'businessNumber is required for sellers' }],
+          'BUSINESS_NUMBER_REQUIRED',
+        );
+      }
+      if (input.role !== 'SELLER' && businessNumber) {
+        throw new ValidationError('Invalid request body', [
+          { field: 'businessNumber', message: 'businessNumber is only for sellers' },
+        ]);
+      }
+      if (await Member.query(db).findOne({ email: input.email })) throw emailTaken();
+      const passwordHash = await hashPassword(input.password, config.bcryptCost);
+      const now = new Date();
+      let id: number;
+      try {
+        // The unique index on email decides between concurrent signups; the check above only saves a hash.
+        // Plain knex (not Objection, which wraps driver errors) so isUniqueViolation sees the driver's code.
+        [id] = await db('members').insert({
+          email: input.email,
+          password_hash: passwordHash,
+          name: input.name,
+          phone: input.phone,
+          role: input.role,
+          business_number: businessNumber,
+          created_at: now,
+          updated_at: now,
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw emailTaken();
+        throw withoutSql(err, 'Inserting a member');
+      }
+      const member = await Member.query(db).findById(id);
+      if (!member) throw new Error(`Member ${id} vanished right after its insert`);
+      log.info({ memberId: member.id, role: member.role }, 'Member signed up');
+      return toMemberJson(member);
+    },
+
+    async login(input: LoginInput, clientAddress: string): Promise<TokenPair> {
+      throttle.begin(input.email, clientAddress);
+      const member = await Member.query(db).findOne({ email: input.email });
+      const matches = await verifyPassword(input.password, member?.passwordHash ?? (await timingHash()));
+      // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
+      if (!member || !matches || Buffer.byteLength(input.password, 'utf8') > PASSWORD_MAX_BYTES) {
+        log.info({ memberId: member?.id ?? null }, 'Login failed');
+        throw invalidCredentials();
+      }
+      throttle.succeeded(input.email, clientAddress);
+      return tokenPair(member, await refreshTokens.startFamily(member.id));
+    },
+
+    async refresh(refreshToken: string): Promise<TokenPair> {
+      const { memberId, refreshToken: next } = await refreshTokens.rotate(refreshToken);
+      // The role is read afresh, so a new access token always carries the member's current role.
+      const member = await Member.query(db).findById(memberId);
+      if (!member) throw new UnauthenticatedError('INVALID_TOKEN', 'Refresh token is invalid');
+      return tokenPair(member, next);
+    },
+
+    async logout(refreshToken: string): Promise<void> {
+      await refreshTokens.revokeFamilyOf(refreshToken);
+    },
+
+    stop(): void {
+      throttle.close();
+    },
+  };
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;

@@ -1,0 +1,110 @@
+// Refresh tokens in the database: only their sha256 hashes are stored, each with a family id (one family
+// per login). Every refresh rotates: the presented token is marked used and a new one of the same family
+// is issued. Presenting a used token again means it leaked (or a client raced itself): the whole family
+// is revoked, so the thief's and the owner's newest tokens stop working alike.
+import crypto from 'node:crypto';
+import { affectedRows, type Db, type Trx } from '../db';
+import { UnauthenticatedError } from '../errors';
+import type { Logger } from '../logger';
+import { hashToken, type TokenService } from './tokens';
+
+interface RefreshTokenRow {
+  id: number;
+  member_id: number;
+  family_id: string;
+  expires_at: Date | string | number;
+  used_at: unknown;
+  revoked_at: unknown;
+}
+
+const invalid = (message = 'Refresh token is invalid') => new UnauthenticatedError('INVALID_TOKEN', message);
+
+export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: TokenService }) {
+  const { db, tokens } = deps;
+  const log = deps.logger.child({ component: 'RefreshTokens' });
+
+  async function issue(memberId: number, familyId: string, trx?: Trx): Promise<string> {
+    const { token, claims } = tokens.signRefreshToken(memberId, familyId);
+    await (trx ?? db)('refresh_tokens').insert({
+      member_id: memberId,
+      family_id: familyId,
+      token_hash: hashToken(token),
+      expires_at: claims.expiresAt,
+      created_at: new Date(),
+    });
+    return token;
+  }
+
+  async function revokeFamily(familyId: string, trx?: Trx): Promise<number> {
+    return affectedRows(
+      await (trx ?? db)('refresh_tokens')
+        .where({ family_id: familyId })
+        .whereNull('revoked_at')
+        .update({ revoked_at: new Date() }),
+    );
+  }
+
+  /** Verifies the JWT and finds its stored row; the row must agree with the claims. */
+  async function findRow(token: string): Promise<RefreshTokenRow> {
+    const claims = tokens.verifyRefreshToken(token);
+    const row = (await db('refresh_tokens')
+      .where({ token_hash: hashToken(token) })
+      .first()) as RefreshTokenRow | undefined;
+    if (!row || Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId)
+      throw invalid();
+    return row;
+  }
+
+  return {
+    /** A new family (a login): returns the first refresh token. */
+    startFamily(memberId: number): Promise<string> {
+      return issue(memberId, crypto.randomUUID());
+    },
+
+    /** Rotates `token`: returns its member and the family's next token, or throws 401. */
+    async rotate(token: string): Promise<{ memberId: number; refreshToken: string }> {
+      const row = await findRow(token);
+      if (row.revoked_at) throw invalid('Refresh token has been revoked');
+      if (new Date(row.expires_at as string).getTime() <= Date.now()) {
+        throw new UnauthenticatedError('TOKEN_EXPIRED', 'Refresh token has expired');
+      }
+      const memberId = Number(row.member_id);
+      const next = await db.transaction(async (trx) => {
+        // The conditional UPDATE decides between racing presentations of the same token: exactly one
+        // marks it used; the others see 0 rows and are treated as reuse.
+        const marked = affectedRows(
+          await trx('refresh_tokens')
+            .where({ id: row.id })
+            .whereNull('used_at')
+            .whereNull('revoked_at')
+            .update({ used_at: new Date() }),
+        );
+        return marked === 1 ? issue(memberId, row.family_id, trx) : null;
+      });
+      if (next === null) {
+        const revoked = await revokeFamily(row.family_id);
+        log.warn({ memberId, revoked }, 'Reuse of a rotated refresh token: token family revoked');
+        throw invalid('Refresh token was already used; the session has been revoked');
+      }
+      return { memberId, refreshToken: next };
+    },
+
+    /** Logout: revokes the family of a valid refresh token (idempotent). */
+    async revokeFamilyOf(token: string): Promise<void> {
+      const row = await findRow(token);
+      await revokeFamily(row.family_id);
+    },
+
+    /** Revokes every refresh token of a member (password change). */
+    async revokeAllOf(memberId: number, trx?: Trx): Promise<number> {
+      return affectedRows(
+        await (trx ?? db)('refresh_tokens')
+          .where({ member_id: memberId })
+          .whereNull('revoked_at')
+          .update({ revoked_at: new Date() }),
+      );
+    },
+  };
+}
+
+export type RefreshTokenStore = ReturnType<typeof createRefreshTokenStore>;

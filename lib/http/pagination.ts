@@ -1,0 +1,106 @@
+// Offset pagination shared by every list endpoint (API.md "Lists"): the `page`/`size` query schema,
+// the page envelope `{ content, page, size, totalElements, totalPages, hasNext }`, its JSON Schema for
+// the OpenAPI document, and a knex helper that counts and fetches one page.
+import type { Knex } from 'knex';
+import * as yup from 'yup';
+import type { JsonSchema } from './route';
+
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+export interface PageRequest {
+  page: number;
+  size: number;
+}
+
+export interface Page<T> {
+  content: T[];
+  page: number;
+  size: number;
+  totalElements: number;
+  totalPages: number;
+  hasNext: boolean;
+}
+
+/** A whole number from a query string; anything but plain digits (`-1`, `1.5`, `abc`, ``) fails. */
+const queryInteger = () =>
+  yup
+    .number()
+    .transform((value, original) =>
+      typeof original === 'string' && !/^\d{1,9}$/.test(original.trim()) ? NaN : value,
+    )
+    .integer();
+
+/** `page` (from 0) and `size` (1..100, default 20); spread into an area's query schema. */
+export function pageQueryFields() {
+  return {
+    page: queryInteger()
+      .typeError('page must be an integer >= 0')
+      .min(0, 'page must be an integer >= 0')
+      .default(0),
+    size: queryInteger()
+      .typeError(`size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
+      .min(1, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
+      .max(MAX_PAGE_SIZE, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
+      .default(DEFAULT_PAGE_SIZE),
+  };
+}
+
+export function pageEnvelope<T>(content: T[], request: PageRequest, totalElements: number): Page<T> {
+  return {
+    content,
+    page: request.page,
+    size: request.size,
+    totalElements,
+    totalPages: Math.ceil(totalElements / request.size),
+    hasNext: (request.page + 1) * request.size < totalElements,
+  };
+}
+
+/** JSON Schema of a page whose `content` items follow `itemSchema`. */
+export function pageEnvelopeSchema(itemSchema: JsonSchema): JsonSchema {
+  return {
+    type: 'object',
+    required: ['content', 'page', 'size', 'totalElements', 'totalPages', 'hasNext'],
+    properties: {
+      content: { type: 'array', items: itemSchema },
+      page: { type: 'integer', minimum: 0 },
+      size: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
+      totalElements: { type: 'integer', minimum: 0 },
+      totalPages: { type: 'integer', minimum: 0 },
+      hasNext: { type: 'boolean' },
+    },
+  };
+}
+
+/** OpenAPI descriptions of the two query parameters, for routes that document them by hand. */
+export const PAGE_QUERY_DOC = {
+  page: 'Page number, from 0 (default 0)',
+  size: `Page size, 1..${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
+};
+
+/**
+ * Counts the rows of `query` and fetches one page of them. `query` carries the filters and the ORDER BY
+ * (a total order, e.g. ending in the id, so pages never overlap); the count ignores the order and selection.
+ */
+export async function fetchPage<Row>(
+  query: Knex.QueryBuilder,
+  request: PageRequest,
+): Promise<{ rows: Row[]; total: number }> {
+  const counted = (await query.clone().clearSelect().clearOrder().count({ total: '*' }).first()) as
+    { total: number | string } | undefined;
+  const total = Number(counted?.total ?? 0);
+  const rows =
+    total > request.page * request.size
+      ? ((await query
+          .clone()
+          .offset(request.page * request.size)
+          .limit(request.size)) as Row[])
+      : [];
+  return { rows, total };
+}
+
+/** Escapes `%`, `_` and the escape character itself for `LIKE ? ESCAPE '!'`, so a keyword matches literally. */
+export function likeContains(keyword: string): string {
+  return `%${keyword.replace(/[!%_]/g, (ch) => `!${ch}`)}%`;
+}

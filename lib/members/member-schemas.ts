@@ -1,0 +1,58 @@
+// Request schemas of the member endpoints, and the field rules signup shares with them.
+import * as yup from 'yup';
+import { passwordByteLengthError } from '../auth/passwords';
+import { strictObject } from '../http/validate';
+import { pageQueryFields } from '../http/pagination';
+
+/** A string field that refuses other types instead of casting them (yup would turn 123 into "123"). */
+export const text = () =>
+  yup
+    .string()
+    .transform((value, original) => (typeof original === 'string' ? value : original))
+    .typeError('${path} must be a string');
+
+export const emailField = () =>
+  text()
+    .trim()
+    .lowercase()
+    .max(255, 'email must be at most 255 characters')
+    .email('email must be a valid e-mail address');
+
+/** A new password: 8-72 bytes of UTF-8 (bcrypt reads only 72), never trimmed. */
+export const newPasswordField = () =>
+  text().test('password-bytes', 'password is invalid', (value, context) => {
+    if (value === undefined) return true;
+    const problem = passwordByteLengthError(value);
+    return problem ? context.createError({ message: problem }) : true;
+  });
+
+export const nameField = () =>
+  text().trim().min(1, 'name must not be blank').max(100, 'name must be at most 100 characters');
+
+export const phoneField = () =>
+  text()
+    .trim()
+    .matches(/^[0-9+()\- ]{7,30}$/, 'phone must be 7-30 characters of digits, spaces, +, -, ( or )');
+
+export const businessNumberField = () =>
+  text().trim().max(30, 'businessNumber must be at most 30 characters');
+
+export const ROLES = ['BUYER', 'SELLER', 'ADMIN'] as const;
+
+export const updateMeBody = strictObject({
+  name: nameField().optional(),
+  phone: phoneField().optional(),
+  businessNumber: businessNumberField().nullable().optional(),
+  password: newPasswordField().optional(),
+  currentPassword: text().optional(),
+});
+export type UpdateMeInput = yup.InferType<typeof updateMeBody>;
+
+export const listMembersQuery = strictObject({
+  role: text()
+    .oneOf([...ROLES], 'role must be one of BUYER, SELLER, ADMIN')
+    .optional(),
+  keyword: text().trim().max(100, 'keyword must be at most 100 characters').optional(),
+  ...pageQueryFields(),
+});
+export type ListMembersQuery = yup.InferType<typeof listMembersQuery>;

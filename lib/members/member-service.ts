@@ -1,0 +1,131 @@
+// A member's own profile (read, update, password change) and the admin's member list.
+import type { Config } from '../config';
+import type { Db } from '../db';
+import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
+import type { Logger } from '../logger';
+import type { AuthMember } from '../auth/tokens';
+import { hashPassword, verifyPassword, withoutSql } from '../auth/passwords';
+import type { RefreshTokenStore } from '../auth/refresh-token-store';
+import { fetchPage, likeContains, pageEnvelope, type Page } from '../http/pagination';
+import { Member } from './member-model';
+import { toMemberJson, type MemberJson } from './member-json';
+import type { ListMembersQuery, UpdateMeInput } from './member-schemas';
+
+export interface MemberDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  refreshTokens: RefreshTokenStore;
+}
+
+interface MemberRow {
+  id: number;
+  email: string;
+  name: string;
+  phone: string;
+  role: Member['role'];
+  business_number: string | null;
+  created_at: Date | string | number;
+  updated_at: Date | string | number;
+}
+
+export function createMemberService(deps: MemberDeps) {
+  const { db, config, refreshTokens } = deps;
+  const log = deps.logger.child({ component: 'MemberService' });
+
+  /** The caller's member row; a valid token of a member that no longer exists is an invalid token. */
+  async function load(auth: AuthMember): Promise<Member> {
+    const member = await Member.query(db).findById(auth.id);
+    if (!member) throw new UnauthenticatedError('INVALID_TOKEN', 'The member of this token no longer exists');
+    return member;
+  }
+
+  return {
+    async getMe(auth: AuthMember): Promise<MemberJson> {
+      return toMemberJson(await load(auth));
+    },
+
+    /** Profile update; a password change needs the current password and ends every session (refresh family). */
+    async updateMe(auth: AuthMember, input: UpdateMeInput): Promise<MemberJson> {
+      const member = await load(auth);
+      const errors: FieldError[] = [];
+      if (input.password !== undefined && !input.currentPassword) {
+        errors.push({
+          field: 'currentPassword',
+          message: 'currentPassword is required to change the password',
+        });
+      }
+      if (input.currentPassword !== undefined && input.password === undefined) {
+        errors.push({ field: 'password', message: 'password is required with currentPassword' });
+      }
+      if (input.businessNumber !== undefined && member.role !== 'SELLER') {
+        errors.push({ field: 'businessNumber', message: 'businessNumber is only for sellers' });
+      }
+      if (errors.length > 0) throw new ValidationError('Invalid request body', errors);
+      if (member.role === 'SELLER' && input.businessNumber !== undefined && !input.businessNumber?.trim()) {
+        throw new ValidationError(
+          'A seller must keep a business registration number',
+          [{ field: 'businessNumber', message: 'businessNumber must not be blank for sellers' }],
+          'BUSINESS_NUMBER_REQUIRED',
+        );
+      }
+
+      const patch: Partial<Member> = {};
+      if (input.name !== undefined) patch.name = input.name;
+      if (input.phone !== undefined) patch.phone = input.phone;
+      if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
+      if (input.password !== undefined) {
+        if (!(await verifyPassword(input.currentPassword ?? '', member.passwordHash))) {
+          throw new ValidationError('Invalid request body', [
+            { field: 'currentPassword', message: 'currentPassword is incorrect' },
+          ]);
+        }
+        patch.passwordHash = await hashPassword(input.password, config.bcryptCost);
+      }
+      if (Object.keys(patch).length === 0) return toMemberJson(member);
+      patch.updatedAt = new Date();
+
+      let revoked = 0;
+      try {
+        await db.transaction(async (trx) => {
+          await Member.query(trx).patch(patch).where('id', member.id);
+          if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
+        });
+      } catch (err) {
+        throw patch.passwordHash ? withoutSql(err, 'Updating a member') : err;
+      }
+      if (patch.passwordHash)
+        log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
+      return toMemberJson(await load(auth));
+    },
+
+    /** Admin list: optional role filter, keyword = case-insensitive partial match on e-mail or name. */
+    async list(query: ListMembersQuery): Promise<Page<MemberJson>> {
+      const q = db('members').select(
+        'id',
+        'email',
+        'name',
+        'phone',
+        'role',
+        'business_number',
+        'created_at',
+        'updated_at',
+      );
+      if (query.role) q.where('role', query.role);
+      if (query.keyword) {
+        const pattern = likeContains(query.keyword.toLowerCase());
+        q.where((w) =>
+          w
+            .whereRaw("LOWER(email) LIKE ? ESCAPE '!'", [pattern])
+            .orWhereRaw("LOWER(name) LIKE ? ESCAPE '!'", [pattern]),
+        );
+      }
+      q.orderBy('id', 'desc');
+      const { rows, total } = await fetchPage<MemberRow>(q, query);
+      const content = rows.map((row) => toMemberJson(Member.fromDatabaseJson(row as never) as Member));
+      return pageEnvelope(content, query, total);
+    },
+  };
+}
+
+export type MemberService = ReturnType<typeof createMemberService>;

@@ -1,0 +1,93 @@
+// POST /auth/signup, /auth/login, /auth/refresh, /auth/logout.
+import { refreshTokenBody, loginBody, signupBody, TOKEN_RESPONSE_SCHEMA } from '../lib/auth/auth-schemas';
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
+import type { Services } from '../lib/services';
+
+export function authRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/auth/signup',
+      summary: 'Sign up as a buyer or a seller (sellers need a business number)',
+      tags: ['Auth'],
+      auth: 'public',
+      body: signupBody,
+      responses: {
+        201: { description: 'The new member', schema: MEMBER_JSON_SCHEMA },
+        ...errorResponses(
+          [400, 'VALIDATION_ERROR (also role ADMIN), BUSINESS_NUMBER_REQUIRED'],
+          401,
+          [409, 'EMAIL_ALREADY_EXISTS'],
+          413,
+          415,
+        ),
+      },
+      handler: async ({ body }, ctx) => {
+        ctx.status = 201;
+        ctx.body = await services.auth.signup(body);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/auth/login',
+      summary: 'Log in: an access token (1 h) and a refresh token (7 d)',
+      tags: ['Auth'],
+      auth: 'public',
+      body: loginBody,
+      responses: {
+        200: { description: 'Tokens', schema: TOKEN_RESPONSE_SCHEMA },
+        ...errorResponses(
+          400,
+          [401, 'INVALID_CREDENTIALS (unknown e-mail or wrong password, indistinguishable)'],
+          413,
+          415,
+          [
+            429,
+            'TOO_MANY_REQUESTS after 5 failed logins for this e-mail and address in 15 minutes (Retry-After)',
+          ],
+        ),
+      },
+      handler: async ({ body }, ctx) => {
+        ctx.body = await services.auth.login(body, ctx.ip);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/auth/refresh',
+      summary:
+        'Exchange a refresh token for new tokens (the refresh token rotates; reuse revokes its family)',
+      tags: ['Auth'],
+      auth: 'public',
+      body: refreshTokenBody,
+      responses: {
+        200: { description: 'New tokens', schema: TOKEN_RESPONSE_SCHEMA },
+        ...errorResponses(
+          400,
+          [401, 'INVALID_TOKEN (unknown, used, revoked or not a refresh token), TOKEN_EXPIRED'],
+          413,
+          415,
+        ),
+      },
+      handler: async ({ body }, ctx) => {
+        ctx.body = await services.auth.refresh(body.refreshToken);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/auth/logout',
+      summary: "Log out: revokes the presented refresh token's whole family",
+      tags: ['Auth'],
+      auth: 'public',
+      body: refreshTokenBody,
+      responses: {
+        204: { description: 'Logged out (access tokens stay valid until they expire, at most 1 h)' },
+        ...errorResponses(400, [401, 'INVALID_TOKEN, TOKEN_EXPIRED'], 413, 415),
+      },
+      handler: async ({ body }, ctx) => {
+        await services.auth.logout(body.refreshToken);
+        ctx.status = 204;
+      },
+    }),
+  ];
+}

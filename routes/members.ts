@@ -1,0 +1,61 @@
+// GET/PATCH /members/me and the admin's GET /admin/members.
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelopeSchema } from '../lib/http/pagination';
+import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
+import { listMembersQuery, updateMeBody } from '../lib/members/member-schemas';
+import type { Services } from '../lib/services';
+
+export function memberRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/members/me',
+      summary: 'The caller’s own member data',
+      tags: ['Members'],
+      auth: 'any',
+      responses: { 200: { description: 'The caller', schema: MEMBER_JSON_SCHEMA }, ...errorResponses(401) },
+      handler: async ({ auth }, ctx) => {
+        ctx.body = await services.members.getMe(auth!);
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/members/me',
+      summary:
+        'Update the caller’s name, phone, business number (sellers) or password (needs currentPassword)',
+      tags: ['Members'],
+      auth: 'any',
+      body: updateMeBody,
+      responses: {
+        200: {
+          description: 'The updated member; a password change revokes every refresh token',
+          schema: MEMBER_JSON_SCHEMA,
+        },
+        ...errorResponses(
+          [400, 'VALIDATION_ERROR (also a wrong currentPassword), BUSINESS_NUMBER_REQUIRED'],
+          401,
+          413,
+          415,
+        ),
+      },
+      handler: async ({ auth, body }, ctx) => {
+        ctx.body = await services.members.updateMe(auth!, body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/admin/members',
+      summary: 'List members (newest first), filtered by role and a keyword in e-mail or name',
+      tags: ['Members'],
+      auth: ['ADMIN'],
+      query: listMembersQuery,
+      responses: {
+        200: { description: 'A page of members', schema: pageEnvelopeSchema(MEMBER_JSON_SCHEMA) },
+        ...errorResponses(400, 401, 403),
+      },
+      handler: async ({ query }, ctx) => {
+        ctx.body = await services.members.list(query);
+      },
+    }),
+  ];
+}
