@@ -9,6 +9,7 @@ import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
+import { createImageService } from './images/image-service';
 
 export interface Deps {
   config: Config;
@@ -23,12 +24,14 @@ export function createServices(deps: Deps) {
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
   const members = createMemberService({ ...deps, refreshTokens });
+  const images = createImageService({ ...deps, events });
   return {
     events,
     tokens,
     health,
     auth,
     members,
+    images,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {},
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */

@@ -5,6 +5,7 @@ import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
 import { authRoutes } from './auth';
 import { memberRoutes } from './members';
+import { imageRoutes, uploadRoutes } from './images';
 
 export interface RouteGroup {
   prefix: string;
@@ -15,7 +16,7 @@ export const API_PREFIX = '/api/v1';
 
 export function routeTable(services: Services): RouteGroup[] {
   return [
-    { prefix: '', routes: healthRoutes(services) },
-    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services)] },
+    { prefix: '', routes: [...healthRoutes(services), ...uploadRoutes(services)] },
+    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services), ...imageRoutes(services)] },
   ];
 }

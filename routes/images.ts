@@ -1,0 +1,116 @@
+// Image routes: upload and delete under /api/v1, and the public, read-only /uploads files.
+import type { Middleware } from 'koa';
+import type { AuthMember } from '../lib/auth/tokens';
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { validate } from '../lib/http/validate';
+import {
+  binaryFileSchema,
+  imageListSchema,
+  productImageParams,
+  productImagesParams,
+  uploadedFileParams,
+} from '../lib/images/image-schemas';
+import { createImageUploadParser, incomingFiles } from '../lib/images/image-upload';
+import type { Services } from '../lib/services';
+
+// Uploaded names are random UUIDs, so a file's bytes never change: clients and proxies may keep it.
+const FILE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
+
+export function imageRoutes(services: Services): RouteDef[] {
+  // Refuses a stranger's or unknown product before its body is streamed to disk (the service checks
+  // again, authoritatively, inside the transaction).
+  const ownerFirst: Middleware = async function checkImageOwner(ctx, next) {
+    const { productId } = await validate(productImagesParams, ctx.params, 'params');
+    await services.images.checkCanUpload(productId as number, ctx.state.auth as AuthMember);
+    return next();
+  };
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/products/:productId/images',
+      summary:
+        'Upload 1-5 images of a product (multipart field "images"; jpg, jpeg, png, gif; 10 MB each; 5 per product)',
+      tags: ['Images'],
+      auth: ['SELLER'],
+      params: productImagesParams,
+      requestContentType: 'multipart/form-data',
+      before: [ownerFirst, createImageUploadParser(services.images.uploadDir)],
+      responses: {
+        201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },
+        ...errorResponses(
+          [400, 'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE, IMAGE_LIMIT_EXCEEDED'],
+          401,
+          [403, 'Not a seller, or not the owner of the product (FORBIDDEN)'],
+          [404, 'Unknown or deleted product (NOT_FOUND)'],
+          [413, 'A file is over 10 MB (FILE_TOO_LARGE)'],
+          [415, 'Not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)'],
+        ),
+      },
+      handler: async ({ params, auth }, ctx) => {
+        const images = await services.images.upload(
+          params.productId as number,
+          auth as AuthMember,
+          incomingFiles(ctx),
+        );
+        ctx.status = 201;
+        ctx.body = { images };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/products/:productId/images/:imageId',
+      summary: 'Delete one image of a product (row and file)',
+      tags: ['Images'],
+      auth: ['SELLER'],
+      params: productImageParams,
+      responses: {
+        204: { description: 'Deleted' },
+        ...errorResponses(
+          400,
+          401,
+          [403, 'Not a seller, or not the owner (FORBIDDEN)'],
+          [404, 'Unknown product or image (NOT_FOUND)'],
+        ),
+      },
+      handler: async ({ params, auth }, ctx) => {
+        await services.images.remove(
+          params.productId as number,
+          params.imageId as number,
+          auth as AuthMember,
+        );
+        ctx.status = 204;
+      },
+    }),
+  ];
+}
+
+/** Non-API routes (mounted without the /api/v1 prefix). */
+export function uploadRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/uploads/products/:productId/:file',
+      summary: 'A stored product image (read-only; names are <uuid>.<ext>)',
+      tags: ['Images'],
+      auth: 'public',
+      params: uploadedFileParams,
+      responses: {
+        200: {
+          description: 'The image bytes (image/jpeg, image/png or image/gif)',
+          contentType: 'image/*',
+          schema: binaryFileSchema,
+        },
+        ...errorResponses([404, 'No such file, or a name that is not <uuid>.<ext> (NOT_FOUND)']),
+      },
+      handler: async ({ params }, ctx) => {
+        const file = await services.images.openFile(params.productId as number, params.file as string);
+        ctx.set('Content-Type', file.contentType);
+        ctx.set('Content-Length', String(file.size));
+        ctx.set('X-Content-Type-Options', 'nosniff');
+        ctx.set('Cache-Control', FILE_CACHE_CONTROL);
+        ctx.body = file.stream;
+      },
+    }),
+  ];
+}

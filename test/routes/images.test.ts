@@ -1,0 +1,451 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { createMember, createProduct, type TestMember } from '../helpers/factories';
+import {
+  imageBytes,
+  imageRows,
+  productDir,
+  tmpFiles,
+  upload,
+  UUID_NAME,
+  filesUnder,
+} from './images-fixtures';
+
+let app: TestApp;
+let seller: TestMember;
+let otherSeller: TestMember;
+let buyer: TestMember;
+
+test.before(async () => {
+  app = await startTestApp();
+  seller = await createMember(app, 'SELLER');
+  otherSeller = await createMember(app, 'SELLER');
+  buyer = await createMember(app, 'BUYER');
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+/** Nothing for this product: no row, no file, and no temporary file left anywhere. */
+async function assertNothingStored(t: import('ava').ExecutionContext, productId: number) {
+  t.deepEqual(await imageRows(app, productId), []);
+  t.deepEqual(filesUnder(productDir(app, productId)), []);
+  t.deepEqual(tmpFiles(app), []);
+}
+
+test.serial(
+  'a jpg, a png and a gif are stored as <uuid>.<ext> files with rows, and served back byte-identical',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const jpg = imageBytes('jpeg');
+    const png = imageBytes('png');
+    const gif = imageBytes('gif');
+    const res = await upload(app, productId, seller.token, [
+      { name: 'photo.jpg', data: jpg },
+      { name: 'diagram.PNG', data: png },
+      { name: 'anim.gif', data: gif },
+    ]);
+    t.is(res.status, 201);
+    t.deepEqual(Object.keys(res.body), ['images']);
+    const images = res.body.images as Array<{ id: number; imageUrl: string; displayOrder: number }>;
+    t.deepEqual(
+      images.map((image) => image.displayOrder),
+      [1, 2, 3],
+    );
+    const exts = images.map((image) => path.extname(image.imageUrl));
+    t.deepEqual(exts, ['.jpg', '.png', '.gif']);
+
+    const rows = await imageRows(app, productId);
+    t.deepEqual(
+      rows.map((row) => ({ id: row.id, imageUrl: row.image_url, displayOrder: row.display_order })),
+      images,
+    );
+    for (const [index, image] of images.entries()) {
+      const name = path.basename(image.imageUrl);
+      t.regex(name, UUID_NAME);
+      t.is(image.imageUrl, `/uploads/products/${productId}/${name}`);
+      t.is(rows[index].file_name, name);
+      t.true(Object.keys(image).length === 3);
+    }
+    t.deepEqual(
+      filesUnder(productDir(app, productId)),
+      images.map((image) => path.basename(image.imageUrl)).sort(),
+    );
+    t.deepEqual(tmpFiles(app), []);
+
+    const expected = [
+      { data: jpg, type: 'image/jpeg' },
+      { data: png, type: 'image/png' },
+      { data: gif, type: 'image/gif' },
+    ];
+    for (const [index, image] of images.entries()) {
+      const served = await fetch(app.url + image.imageUrl);
+      t.is(served.status, 200);
+      t.is(served.headers.get('content-type'), expected[index].type);
+      t.is(served.headers.get('x-content-type-options'), 'nosniff');
+      t.is(served.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+      t.true(Buffer.from(await served.arrayBuffer()).equals(expected[index].data));
+    }
+  },
+);
+
+test.serial(
+  'a later upload appends after the existing images and the response lists all of them',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const first = await upload(app, productId, seller.token, [
+      { name: 'a.png', data: imageBytes('png') },
+      { name: 'b.jpeg', data: imageBytes('jpeg') },
+    ]);
+    t.is(first.status, 201);
+    const second = await upload(app, productId, seller.token, [{ name: 'c.gif', data: imageBytes('gif') }]);
+    t.is(second.status, 201);
+    t.deepEqual(
+      second.body.images.map((image: { displayOrder: number }) => image.displayOrder),
+      [1, 2, 3],
+    );
+    t.deepEqual(second.body.images.slice(0, 2), first.body.images);
+    t.true(second.body.images[1].imageUrl.endsWith('.jpeg'));
+  },
+);
+
+test.serial('a file of exactly 10 MB is accepted', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const res = await upload(app, productId, seller.token, [
+    { name: 'big.png', data: imageBytes('png', 10 * 1024 * 1024) },
+  ]);
+  t.is(res.status, 201);
+  const [name] = filesUnder(productDir(app, productId));
+  t.is(fs.statSync(path.join(productDir(app, productId), name)).size, 10 * 1024 * 1024);
+  t.deepEqual(tmpFiles(app), []);
+});
+
+test.serial(
+  'a file of 10 MB + 1 byte is 413 FILE_TOO_LARGE and nothing is stored (no row, no file, no temp file)',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const res = await upload(app, productId, seller.token, [
+      { name: 'ok.png', data: imageBytes('png') },
+      { name: 'huge.png', data: imageBytes('png', 10 * 1024 * 1024 + 1) },
+    ]);
+    t.is(res.status, 413);
+    t.is(res.body.code, 'FILE_TOO_LARGE');
+    t.is(res.body.status, 413);
+    t.is(res.body.path, `/api/v1/products/${productId}/images`);
+    await assertNothingStored(t, productId);
+  },
+);
+
+test.serial('a text file named .png is 400 INVALID_FILE_TYPE and nothing is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const res = await upload(app, productId, seller.token, [
+    { name: 'notes.png', data: Buffer.from('just some text, not an image\n'), type: 'image/png' },
+  ]);
+  t.is(res.status, 400);
+  t.is(res.body.code, 'INVALID_FILE_TYPE');
+  t.regex(res.body.message, /notes\.png/);
+  await assertNothingStored(t, productId);
+});
+
+test.serial('a disallowed extension is 400 INVALID_FILE_TYPE even with image content', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  for (const name of ['photo.bmp', 'photo.svg', 'photo', 'photo.png.exe']) {
+    const res = await upload(app, productId, seller.token, [{ name, data: imageBytes('png') }]);
+    t.is(res.status, 400, name);
+    t.is(res.body.code, 'INVALID_FILE_TYPE', name);
+  }
+  await assertNothingStored(t, productId);
+});
+
+test.serial(
+  'an extension that disagrees with the content is 400 INVALID_FILE_TYPE (a png named .jpg, a gif named .png)',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const asJpg = await upload(app, productId, seller.token, [{ name: 'x.jpg', data: imageBytes('png') }]);
+    t.is(asJpg.status, 400);
+    t.is(asJpg.body.code, 'INVALID_FILE_TYPE');
+    const asPng = await upload(app, productId, seller.token, [{ name: 'x.png', data: imageBytes('gif') }]);
+    t.is(asPng.status, 400);
+    t.is(asPng.body.code, 'INVALID_FILE_TYPE');
+    const empty = await upload(app, productId, seller.token, [{ name: 'empty.gif', data: Buffer.alloc(0) }]);
+    t.is(empty.status, 400);
+    t.is(empty.body.code, 'INVALID_FILE_TYPE');
+    await assertNothingStored(t, productId);
+  },
+);
+
+test.serial('one bad file among good ones: 400 and nothing of the request is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const res = await upload(app, productId, seller.token, [
+    { name: 'good1.jpg', data: imageBytes('jpeg') },
+    { name: 'good2.png', data: imageBytes('png') },
+    { name: 'bad.gif', data: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>') },
+    { name: 'good3.gif', data: imageBytes('gif') },
+  ]);
+  t.is(res.status, 400);
+  t.is(res.body.code, 'INVALID_FILE_TYPE');
+  await assertNothingStored(t, productId);
+});
+
+test.serial('a path-traversal file name is stored under a UUID inside the product directory', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const before = filesUnder(app.config.uploadDir).filter((entry) => !entry.startsWith('products'));
+  const res = await upload(app, productId, seller.token, [
+    { name: '../../../../evil.png', data: imageBytes('png') },
+    { name: '..\\..\\evil2.gif', data: imageBytes('gif') },
+  ]);
+  t.is(res.status, 201);
+  const names = res.body.images.map((image: { imageUrl: string }) => path.basename(image.imageUrl));
+  for (const name of names) t.regex(name, UUID_NAME);
+  t.deepEqual(filesUnder(productDir(app, productId)), [...names].sort());
+  t.deepEqual(
+    filesUnder(app.config.uploadDir).filter((entry) => !entry.startsWith('products')),
+    before,
+  );
+  t.false(fs.existsSync(path.join(app.config.dataDir, 'evil.png')));
+  t.false(fs.existsSync(path.join(app.config.uploadDir, 'evil.png')));
+});
+
+test.serial('a 6th image is 400 IMAGE_LIMIT_EXCEEDED and the 5 stay as they were', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const five = await upload(
+    app,
+    productId,
+    seller.token,
+    [1, 2, 3, 4, 5].map((n) => ({ name: `p${n}.png`, data: imageBytes('png') })),
+  );
+  t.is(five.status, 201);
+  t.is(five.body.images.length, 5);
+  const sixth = await upload(app, productId, seller.token, [{ name: 'p6.png', data: imageBytes('png') }]);
+  t.is(sixth.status, 400);
+  t.is(sixth.body.code, 'IMAGE_LIMIT_EXCEEDED');
+  t.is((await imageRows(app, productId)).length, 5);
+  t.is(filesUnder(productDir(app, productId)).length, 5);
+  t.deepEqual(tmpFiles(app), []);
+});
+
+test.serial('4 existing + 2 new is 400 IMAGE_LIMIT_EXCEEDED and neither new image is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const four = await upload(
+    app,
+    productId,
+    seller.token,
+    [1, 2, 3, 4].map((n) => ({ name: `p${n}.jpg`, data: imageBytes('jpeg') })),
+  );
+  t.is(four.status, 201);
+  const more = await upload(app, productId, seller.token, [
+    { name: 'p5.jpg', data: imageBytes('jpeg') },
+    { name: 'p6.jpg', data: imageBytes('jpeg') },
+  ]);
+  t.is(more.status, 400);
+  t.is(more.body.code, 'IMAGE_LIMIT_EXCEEDED');
+  t.deepEqual(
+    (await imageRows(app, productId)).map((row) => row.id),
+    four.body.images.map((image: { id: number }) => image.id),
+  );
+  t.is(filesUnder(productDir(app, productId)).length, 4);
+  t.deepEqual(tmpFiles(app), []);
+});
+
+test.serial('6 files in one request is 400 IMAGE_LIMIT_EXCEEDED and nothing is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const res = await upload(
+    app,
+    productId,
+    seller.token,
+    [1, 2, 3, 4, 5, 6].map((n) => ({ name: `p${n}.gif`, data: imageBytes('gif') })),
+  );
+  t.is(res.status, 400);
+  t.is(res.body.code, 'IMAGE_LIMIT_EXCEEDED');
+  await assertNothingStored(t, productId);
+});
+
+test.serial('no "images" field, a file in another field, or a non-multipart body are refused', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const textOnly = new FormData();
+  textOnly.append('note', 'hello');
+  const none = await app.request('POST', `/api/v1/products/${productId}/images`, {
+    token: seller.token,
+    raw: textOnly,
+  });
+  t.is(none.status, 400);
+  t.is(none.body.code, 'VALIDATION_ERROR');
+  t.deepEqual(
+    none.body.errors.map((e: { field: string }) => e.field),
+    ['images'],
+  );
+
+  const otherField = await upload(app, productId, seller.token, [
+    { name: 'a.png', data: imageBytes('png'), field: 'file' },
+  ]);
+  t.is(otherField.status, 400);
+  t.is(otherField.body.code, 'VALIDATION_ERROR');
+
+  const json = await app.request('POST', `/api/v1/products/${productId}/images`, {
+    token: seller.token,
+    body: { images: [] },
+  });
+  t.is(json.status, 415);
+  t.is(json.body.code, 'UNSUPPORTED_MEDIA_TYPE');
+  await assertNothingStored(t, productId);
+});
+
+test.serial('anonymous upload is 401 and writes nothing', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const res = await upload(app, productId, undefined, [{ name: 'a.png', data: imageBytes('png') }]);
+  t.is(res.status, 401);
+  t.is(res.body.code, 'UNAUTHENTICATED');
+  await assertNothingStored(t, productId);
+});
+
+test.serial('a buyer is 403, another seller is 403, and nothing is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const asBuyer = await upload(app, productId, buyer.token, [{ name: 'a.png', data: imageBytes('png') }]);
+  t.is(asBuyer.status, 403);
+  t.is(asBuyer.body.code, 'FORBIDDEN');
+  const asOther = await upload(app, productId, otherSeller.token, [
+    { name: 'a.png', data: imageBytes('png') },
+  ]);
+  t.is(asOther.status, 403);
+  t.is(asOther.body.code, 'FORBIDDEN');
+  await assertNothingStored(t, productId);
+});
+
+test.serial(
+  'an unknown or deleted product is 404, a bad id is 400; the owner may add images to a draft',
+  async (t) => {
+    const unknown = await upload(app, 99_999_999, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
+    t.is(unknown.status, 404);
+    t.is(unknown.body.code, 'NOT_FOUND');
+
+    const deletedId = await createProduct(app, seller.id, { status: 'DELETED' });
+    const deleted = await upload(app, deletedId, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
+    t.is(deleted.status, 404);
+    t.is(deleted.body.code, 'NOT_FOUND');
+    await assertNothingStored(t, deletedId);
+
+    const badId = await app.request('POST', '/api/v1/products/abc/images', {
+      token: seller.token,
+      raw: new FormData(),
+    });
+    t.is(badId.status, 400);
+    t.is(badId.body.code, 'VALIDATION_ERROR');
+
+    const draftId = await createProduct(app, seller.id, { status: 'DRAFT' });
+    const strangerOnDraft = await upload(app, draftId, otherSeller.token, [
+      { name: 'a.png', data: imageBytes('png') },
+    ]);
+    t.is(strangerOnDraft.status, 404);
+    const ownerOnDraft = await upload(app, draftId, seller.token, [
+      { name: 'a.png', data: imageBytes('png') },
+    ]);
+    t.is(ownerOnDraft.status, 201);
+    t.is(ownerOnDraft.body.images.length, 1);
+  },
+);
+
+test.serial(
+  'the owner deletes an image: 204, row and file gone, URL 404, the others keep their order',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const up = await upload(
+      app,
+      productId,
+      seller.token,
+      [1, 2, 3].map((n) => ({ name: `p${n}.png`, data: imageBytes('png') })),
+    );
+    t.is(up.status, 201);
+    const [first, middle, last] = up.body.images;
+    const res = await app.request('DELETE', `/api/v1/products/${productId}/images/${middle.id}`, {
+      token: seller.token,
+    });
+    t.is(res.status, 204);
+    t.is(res.text, '');
+    t.deepEqual(
+      (await imageRows(app, productId)).map((row) => ({
+        id: row.id,
+        imageUrl: row.image_url,
+        displayOrder: row.display_order,
+      })),
+      [first, last],
+    );
+    t.deepEqual(
+      filesUnder(productDir(app, productId)),
+      [first, last].map((image) => path.basename(image.imageUrl)).sort(),
+    );
+    const gone = await app.request('GET', middle.imageUrl);
+    t.is(gone.status, 404);
+    t.is(gone.body.code, 'NOT_FOUND');
+
+    // A freed slot can be used again, after the remaining images.
+    const again = await upload(app, productId, seller.token, [{ name: 'p4.gif', data: imageBytes('gif') }]);
+    t.is(again.status, 201);
+    t.deepEqual(
+      again.body.images.map((image: { id: number; displayOrder: number }) => image.displayOrder),
+      [1, 3, 4],
+    );
+
+    const twice = await app.request('DELETE', `/api/v1/products/${productId}/images/${middle.id}`, {
+      token: seller.token,
+    });
+    t.is(twice.status, 404);
+    t.is(twice.body.code, 'NOT_FOUND');
+  },
+);
+
+test.serial('delete by another seller or a buyer is 403, by nobody 401, and the image stays', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const up = await upload(app, productId, seller.token, [{ name: 'p.jpg', data: imageBytes('jpeg') }]);
+  const imageId = up.body.images[0].id;
+  const url = `/api/v1/products/${productId}/images/${imageId}`;
+  const other = await app.request('DELETE', url, { token: otherSeller.token });
+  t.is(other.status, 403);
+  t.is(other.body.code, 'FORBIDDEN');
+  const asBuyer = await app.request('DELETE', url, { token: buyer.token });
+  t.is(asBuyer.status, 403);
+  t.is(asBuyer.body.code, 'FORBIDDEN');
+  const anonymous = await app.request('DELETE', url);
+  t.is(anonymous.status, 401);
+  t.is((await imageRows(app, productId)).length, 1);
+  t.is(filesUnder(productDir(app, productId)).length, 1);
+  t.is((await app.request('GET', up.body.images[0].imageUrl)).status, 200);
+});
+
+test.serial('delete of an image of another product is 404 and deletes nothing', async (t) => {
+  const productA = await createProduct(app, seller.id);
+  const productB = await createProduct(app, seller.id);
+  const up = await upload(app, productA, seller.token, [{ name: 'p.jpg', data: imageBytes('jpeg') }]);
+  const res = await app.request('DELETE', `/api/v1/products/${productB}/images/${up.body.images[0].id}`, {
+    token: seller.token,
+  });
+  t.is(res.status, 404);
+  t.is(res.body.code, 'NOT_FOUND');
+  t.is((await imageRows(app, productA)).length, 1);
+});
+
+test.serial('upload and delete announce productChanged for the product', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const seen: number[] = [];
+  const off = app.bundle.services.events.on('productChanged', ({ productId: id }) => {
+    if (id === productId) seen.push(id);
+  });
+  try {
+    const up = await upload(app, productId, seller.token, [{ name: 'p.png', data: imageBytes('png') }]);
+    t.is(up.status, 201);
+    t.deepEqual(seen, [productId]);
+    const del = await app.request('DELETE', `/api/v1/products/${productId}/images/${up.body.images[0].id}`, {
+      token: seller.token,
+    });
+    t.is(del.status, 204);
+    t.deepEqual(seen, [productId, productId]);
+    const refused = await upload(app, productId, seller.token, [
+      { name: 'p.png', data: Buffer.from('text') },
+    ]);
+    t.is(refused.status, 400);
+    t.deepEqual(seen, [productId, productId]);
+  } finally {
+    off();
+  }
+});
