@@ -26,9 +26,7 @@ export type SignupInput = yup.InferType<typeof signupBody>;
 
 export const loginBody = strictObject({
   // Login is lenient about the e-mail's format (a wrong one is simply INVALID_CREDENTIALS).
-  email: text()
-    .trim()
-    .lowercase()
+  email: text({ trim: true, lowercase: true })
     .required('email is required')
     .max(255, 'email must be at most 255 characters'),
   password: text().defined('password is required').max(1000, 'password is too long'),
@@ -36,7 +34,9 @@ export const loginBody = strictObject({
 export type LoginInput = yup.InferType<typeof loginBody>;
 
 export const refreshTokenBody = strictObject({
-  refreshToken: text().trim().required('refreshToken is required').max(4096, 'refreshToken is too long'),
+  refreshToken: text({ trim: true })
+    .required('refreshToken is required')
+    .max(4096, 'refreshToken is too long'),
 });
 
 export const TOKEN_RESPONSE_SCHEMA: JsonSchema = {

@@ -4,17 +4,22 @@ import { passwordByteLengthError } from '../auth/passwords';
 import { strictObject } from '../http/validate';
 import { pageQueryFields } from '../http/pagination';
 
-/** A string field that refuses other types instead of casting them (yup would turn 123 into "123"). */
-export const text = () =>
+/**
+ * A string field that refuses other types instead of casting them (yup would turn 123 into "123").
+ * Trimming and lower-casing happen here too: yup's own trim()/lowercase() transforms crash on non-strings.
+ */
+export const text = (options: { trim?: boolean; lowercase?: boolean } = {}) =>
   yup
     .string()
-    .transform((value, original) => (typeof original === 'string' ? value : original))
+    .transform((_value, original) => {
+      if (typeof original !== 'string') return original;
+      const trimmed = options.trim ? original.trim() : original;
+      return options.lowercase ? trimmed.toLowerCase() : trimmed;
+    })
     .typeError('${path} must be a string');
 
 export const emailField = () =>
-  text()
-    .trim()
-    .lowercase()
+  text({ trim: true, lowercase: true })
     .max(255, 'email must be at most 255 characters')
     .email('email must be a valid e-mail address');
 
@@ -27,15 +32,16 @@ export const newPasswordField = () =>
   });
 
 export const nameField = () =>
-  text().trim().min(1, 'name must not be blank').max(100, 'name must be at most 100 characters');
+  text({ trim: true }).min(1, 'name must not be blank').max(100, 'name must be at most 100 characters');
 
 export const phoneField = () =>
-  text()
-    .trim()
-    .matches(/^[0-9+()\- ]{7,30}$/, 'phone must be 7-30 characters of digits, spaces, +, -, ( or )');
+  text({ trim: true }).matches(
+    /^[0-9+()\- ]{7,30}$/,
+    'phone must be 7-30 characters of digits, spaces, +, -, ( or )',
+  );
 
 export const businessNumberField = () =>
-  text().trim().max(30, 'businessNumber must be at most 30 characters');
+  text({ trim: true }).max(30, 'businessNumber must be at most 30 characters');
 
 export const ROLES = ['BUYER', 'SELLER', 'ADMIN'] as const;
 
@@ -52,7 +58,7 @@ export const listMembersQuery = strictObject({
   role: text()
     .oneOf([...ROLES], 'role must be one of BUYER, SELLER, ADMIN')
     .optional(),
-  keyword: text().trim().max(100, 'keyword must be at most 100 characters').optional(),
+  keyword: text({ trim: true }).max(100, 'keyword must be at most 100 characters').optional(),
   ...pageQueryFields(),
 });
 export type ListMembersQuery = yup.InferType<typeof listMembersQuery>;

@@ -106,6 +106,8 @@ test('signup body validation: each bad field named', async (t) => {
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ email: 'not-an-email' }, 'email', 'email must be a valid e-mail address'],
     [{ email: undefined }, 'email', 'email is required'],
+    [{ email: 42 }, 'email', 'email must be a string'],
+    [{ name: ['x'] }, 'name', 'name must be a string'],
     [{ password: 'short7!' }, 'password', 'password must be at least 8 bytes'],
     [{ password: 'x'.repeat(73) }, 'password', 'password must be at most 72 bytes'],
     // 25 three-byte characters are 75 bytes although only 25 characters.
