@@ -9,6 +9,8 @@ import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
+import { createCategoryService } from './categories/category-service';
+import { createProductService } from './products/product-service';
 import { createImageService } from './images/image-service';
 
 export interface Deps {
@@ -21,6 +23,8 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
+  const categories = createCategoryService(deps);
+  const products = createProductService({ ...deps, events, categories });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
   const members = createMemberService({ ...deps, refreshTokens });
@@ -29,6 +33,8 @@ export function createServices(deps: Deps) {
     events,
     tokens,
     health,
+    categories,
+    products,
     auth,
     members,
     images,

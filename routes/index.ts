@@ -3,6 +3,8 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
+import { categoryRoutes } from './categories';
+import { productRoutes } from './products';
 import { authRoutes } from './auth';
 import { memberRoutes } from './members';
 import { imageRoutes, uploadRoutes } from './images';
@@ -17,6 +19,6 @@ export const API_PREFIX = '/api/v1';
 export function routeTable(services: Services): RouteGroup[] {
   return [
     { prefix: '', routes: [...healthRoutes(services), ...uploadRoutes(services)] },
-    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services), ...imageRoutes(services)] },
+    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services), ...categoryRoutes(services), ...productRoutes(services), ...imageRoutes(services)] },
   ];
 }

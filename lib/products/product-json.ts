@@ -1,0 +1,71 @@
+// The product JSON of API.md, and the one query that attaches images to a list of products.
+import type { Db } from '../db';
+import { fromCents, toCents } from '../db';
+import { Product, type ProductStatus } from './product-model';
+
+export interface ProductImageJson {
+  id: number;
+  imageUrl: string;
+  displayOrder: number;
+}
+
+export interface ProductJson {
+  id: number;
+  sellerId: number;
+  categoryId: number;
+  name: string;
+  description: string | null;
+  price: number;
+  stockQuantity: number;
+  status: ProductStatus;
+  salesCount: number;
+  images: ProductImageJson[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function productJson(product: Product, images: ProductImageJson[]): ProductJson {
+  return {
+    id: product.id,
+    sellerId: product.sellerId,
+    categoryId: product.categoryId,
+    name: product.name,
+    description: product.description ?? null,
+    price: fromCents(toCents(product.price)),
+    stockQuantity: product.stockQuantity,
+    status: product.status,
+    salesCount: product.salesCount,
+    images,
+    createdAt: product.createdAt.toISOString(),
+    updatedAt: product.updatedAt.toISOString(),
+  };
+}
+
+/** Images of many products in one query, each list ordered by displayOrder then id. */
+export async function imagesByProduct(
+  db: Db,
+  productIds: number[],
+): Promise<Map<number, ProductImageJson[]>> {
+  const out = new Map<number, ProductImageJson[]>(productIds.map((id) => [id, []]));
+  if (productIds.length === 0) return out;
+  const rows = await db('product_images')
+    .whereIn('product_id', productIds)
+    .orderBy([{ column: 'product_id' }, { column: 'display_order' }, { column: 'id' }])
+    .select('id', 'product_id', 'image_url', 'display_order');
+  for (const row of rows) {
+    out
+      .get(Number(row.product_id))
+      ?.push({ id: Number(row.id), imageUrl: row.image_url, displayOrder: Number(row.display_order) });
+  }
+  return out;
+}
+
+/** Raw `products` rows (snake_case) to product JSON, with their images. */
+export async function productsJson(db: Db, rows: Record<string, unknown>[]): Promise<ProductJson[]> {
+  const products = rows.map((row) => Product.fromDatabaseJson(row));
+  const images = await imagesByProduct(
+    db,
+    products.map((p) => p.id),
+  );
+  return products.map((p) => productJson(p, images.get(p.id) ?? []));
+}

@@ -1,0 +1,52 @@
+// GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { sendRepresentation } from '../lib/http/etag';
+import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
+import { CATEGORY_CACHE_TTL_SECONDS } from '../lib/categories/category-service';
+import type { Services } from '../lib/services';
+
+export function categoryRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/categories',
+      summary: 'Every category, ordered by displayOrder then id (cached 1 h; ETag, 304 on If-None-Match)',
+      tags: ['Categories'],
+      auth: 'public',
+      responses: {
+        200: { description: 'All categories', schema: categoryListSchema },
+        304: { description: 'Not modified (If-None-Match matched the ETag)' },
+        ...errorResponses(401),
+      },
+      handler: async (_input, ctx) => {
+        sendRepresentation(ctx, await services.categories.list(), {
+          scope: 'public',
+          maxAgeSeconds: CATEGORY_CACHE_TTL_SECONDS,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/admin/categories',
+      summary: 'Create a category (name unique, case-insensitively, under its parent)',
+      tags: ['Categories'],
+      auth: ['ADMIN'],
+      body: createCategoryBody,
+      responses: {
+        201: { description: 'The new category', schema: categorySchema },
+        ...errorResponses(
+          [400, 'VALIDATION_ERROR (also an unknown parentId)'],
+          401,
+          403,
+          [409, 'DUPLICATE_CATEGORY'],
+          413,
+          415,
+        ),
+      },
+      handler: async ({ body }, ctx) => {
+        ctx.status = 201;
+        ctx.body = await services.categories.create(body);
+      },
+    }),
+  ];
+}

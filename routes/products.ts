@@ -1,0 +1,162 @@
+// Product routes. @koa/router tries routes in registration order, so /products/popular and
+// /products/cursor come before /products/:productId (which also only accepts an integer id).
+import type { AuthMember } from '../lib/auth/tokens';
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { sendRepresentation } from '../lib/http/etag';
+import {
+  createProductBody,
+  cursorPageSchema,
+  cursorProductsQuery,
+  listProductsQuery,
+  popularProductsQuery,
+  productIdParams,
+  productListSchema,
+  productPageSchema,
+  productSchema,
+  updateProductBody,
+} from '../lib/products/product-schemas';
+import { POPULAR_CACHE_TTL_SECONDS } from '../lib/products/product-service';
+import type { ProductStatus } from '../lib/products/product-model';
+import type { Services } from '../lib/services';
+
+const notModified = { description: 'Not modified (If-None-Match matched the ETag)' };
+
+export function productRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/products/popular',
+      summary: 'ON_SALE products by salesCount desc, id desc (cached 10 min; ETag, 304 on If-None-Match)',
+      tags: ['Products'],
+      auth: 'public',
+      query: popularProductsQuery,
+      responses: {
+        200: { description: 'Popular products (limit 1..50, default 10)', schema: productListSchema },
+        304: notModified,
+        ...errorResponses(400, 401),
+      },
+      handler: async ({ query }, ctx) => {
+        sendRepresentation(ctx, await services.products.popular(query.limit as number), {
+          scope: 'public',
+          maxAgeSeconds: POPULAR_CACHE_TTL_SECONDS,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/products/cursor',
+      summary:
+        'Products by createdAt desc, id desc, paged by an opaque cursor (limit 1..100, default 20; same filters as the list)',
+      tags: ['Products'],
+      auth: 'public',
+      query: cursorProductsQuery,
+      responses: {
+        200: { description: 'A cursor page', schema: cursorPageSchema },
+        ...errorResponses([400, 'VALIDATION_ERROR, INVALID_CURSOR'], 401),
+      },
+      handler: async ({ query, auth }, ctx) => {
+        ctx.body = await services.products.cursorList(auth, {
+          ...query,
+          status: query.status as ProductStatus | undefined,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/products',
+      summary:
+        'Search products: keyword (name, case-insensitive), categoryId, status, sellerId, minPrice/maxPrice (inclusive), page, size, sort',
+      tags: ['Products'],
+      auth: 'public',
+      query: listProductsQuery,
+      responses: {
+        200: { description: 'A page of products', schema: productPageSchema },
+        ...errorResponses(400, 401),
+      },
+      handler: async ({ query, auth }, ctx) => {
+        ctx.body = await services.products.list(auth, {
+          ...query,
+          status: query.status as ProductStatus | undefined,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/products',
+      summary: 'Create a product (status DRAFT or ON_SALE; SOLD_OUT when stockQuantity is 0)',
+      tags: ['Products'],
+      auth: ['SELLER'],
+      body: createProductBody,
+      responses: {
+        201: { description: 'The new product', schema: productSchema },
+        ...errorResponses([400, 'VALIDATION_ERROR (also an unknown categoryId)'], 401, 403, 413, 415),
+      },
+      handler: async ({ body, auth }, ctx) => {
+        ctx.status = 201;
+        ctx.body = await services.products.create(auth as AuthMember, body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/products/:productId',
+      summary: 'One product (cached 5 min; ETag, 304 on If-None-Match). DRAFT only for its seller and admins',
+      tags: ['Products'],
+      auth: 'public',
+      params: productIdParams,
+      responses: {
+        200: { description: 'The product', schema: productSchema },
+        304: notModified,
+        ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
+      },
+      handler: async ({ params, auth }, ctx) => {
+        const { rep, policy } = await services.products.detail(params.productId as number, auth);
+        sendRepresentation(ctx, rep, policy);
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/products/:productId',
+      summary:
+        'Edit an own product; status only DRAFT <-> ON_SALE; stockQuantity 0 makes it SOLD_OUT, > 0 lifts that',
+      tags: ['Products'],
+      auth: ['SELLER'],
+      params: productIdParams,
+      body: updateProductBody,
+      responses: {
+        200: { description: 'The updated product', schema: productSchema },
+        ...errorResponses(
+          400,
+          401,
+          [403, 'Not a seller, or another seller’s product (FORBIDDEN)'],
+          [404, 'Unknown or deleted product'],
+          413,
+          415,
+        ),
+      },
+      handler: async ({ params, body, auth }, ctx) => {
+        ctx.body = await services.products.update(auth as AuthMember, params.productId as number, body);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/products/:productId',
+      summary: 'Soft-delete an own product (404 everywhere afterwards)',
+      tags: ['Products'],
+      auth: ['SELLER'],
+      params: productIdParams,
+      responses: {
+        204: { description: 'Deleted' },
+        ...errorResponses(
+          400,
+          401,
+          [403, 'Not a seller, or another seller’s product (FORBIDDEN)'],
+          [404, 'Unknown or deleted product'],
+        ),
+      },
+      handler: async ({ params, auth }, ctx) => {
+        await services.products.remove(auth as AuthMember, params.productId as number);
+        ctx.status = 204;
+      },
+    }),
+  ];
+}

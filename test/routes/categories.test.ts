@@ -1,0 +1,141 @@
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { createMember, uniq, type TestMember } from '../helpers/factories';
+
+let app: TestApp;
+let admin: TestMember;
+let seller: TestMember;
+test.before(async () => {
+  app = await startTestApp();
+  admin = await createMember(app, 'ADMIN');
+  seller = await createMember(app, 'SELLER');
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+function assertError(t: any, res: any, status: number, code: string) {
+  t.is(res.status, status, JSON.stringify(res.body));
+  t.like(res.body, { status, code });
+  t.is(typeof res.body.message, 'string');
+  t.regex(res.body.timestamp, ISO_MS);
+}
+
+const create = (body: unknown, token = admin.token) =>
+  app.request('POST', '/api/v1/admin/categories', { body, token });
+
+test.serial(
+  'GET /categories lists all by displayOrder then id, and a create shows up at once (cache dropped)',
+  async (t) => {
+    const first = await app.request('GET', '/api/v1/categories');
+    t.is(first.status, 200);
+    t.true(Array.isArray(first.body));
+
+    const late = await create({ name: `Late ${uniq()}`, displayOrder: 50 });
+    const early = await create({ name: `Early ${uniq()}`, displayOrder: -5 });
+    const child = await create({ name: `Child ${uniq()}`, parentId: early.body.id });
+    t.is(late.status, 201);
+    t.deepEqual(Object.keys(late.body).sort(), ['displayOrder', 'id', 'name', 'parentId']);
+    t.is(late.body.parentId, null);
+    t.is(child.body.parentId, early.body.id);
+    t.is(child.body.displayOrder, 0);
+
+    const after = await app.request('GET', '/api/v1/categories');
+    t.is(after.status, 200);
+    const ids = after.body.map((c: { id: number }) => c.id);
+    for (const c of [late.body, early.body, child.body])
+      t.deepEqual(
+        after.body.find((x: { id: number }) => x.id === c.id),
+        c,
+      );
+    const sorted = [...after.body]
+      .sort((a, b) => a.displayOrder - b.displayOrder || a.id - b.id)
+      .map((c) => c.id);
+    t.deepEqual(ids, sorted);
+    t.is(after.body.length, first.body.length + 3);
+  },
+);
+
+test.serial(
+  'GET /categories: ETag + public Cache-Control of 1 h, 304 on If-None-Match, new ETag after a create',
+  async (t) => {
+    const res = await app.request('GET', '/api/v1/categories');
+    const etag = res.headers.get('etag');
+    t.regex(etag ?? '', /^"[A-Za-z0-9_-]+"$/);
+    t.is(res.headers.get('cache-control'), 'public, max-age=3600');
+    const again = await app.request('GET', '/api/v1/categories', { headers: { 'If-None-Match': etag! } });
+    t.is(again.status, 304);
+    t.is(again.text, '');
+    t.is(again.headers.get('etag'), etag);
+    const weak = await app.request('GET', '/api/v1/categories', {
+      headers: { 'If-None-Match': `"other", W/${etag}` },
+    });
+    t.is(weak.status, 304);
+    await create({ name: `New ${uniq()}` });
+    const changed = await app.request('GET', '/api/v1/categories', { headers: { 'If-None-Match': etag! } });
+    t.is(changed.status, 200);
+    t.not(changed.headers.get('etag'), etag);
+  },
+);
+
+test('duplicate name under the same parent (case-insensitive, trimmed) is 409 DUPLICATE_CATEGORY; other parent is fine', async (t) => {
+  const name = `Shoes ${uniq()}`;
+  const root = await create({ name });
+  t.is(root.status, 201);
+  t.is(root.body.name, name);
+  assertError(t, await create({ name: `  ${name.toUpperCase()} ` }), 409, 'DUPLICATE_CATEGORY');
+  const under = await create({ name, parentId: root.body.id });
+  t.is(under.status, 201);
+  assertError(
+    t,
+    await create({ name: name.toLowerCase(), parentId: root.body.id }),
+    409,
+    'DUPLICATE_CATEGORY',
+  );
+});
+
+test('concurrent creates of one name: exactly one 201, the rest 409', async (t) => {
+  const name = `Race ${uniq()}`;
+  const results = await Promise.all(Array.from({ length: 8 }, () => create({ name })));
+  t.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409]);
+  t.true(results.filter((r) => r.status === 409).every((r) => r.body.code === 'DUPLICATE_CATEGORY'));
+});
+
+test('unknown parent is 400 naming parentId', async (t) => {
+  const res = await create({ name: `Orphan ${uniq()}`, parentId: 999_999 });
+  assertError(t, res, 400, 'VALIDATION_ERROR');
+  t.deepEqual(res.body.errors, [{ field: 'parentId', message: 'parent category does not exist' }]);
+});
+
+test('validation: blank, missing, non-string or too long name, unknown fields, bad displayOrder', async (t) => {
+  const cases: Array<[unknown, string]> = [
+    [{ name: '   ' }, 'name'],
+    [{}, 'name'],
+    [{ name: 42 }, 'name'],
+    [{ name: 'x'.repeat(101) }, 'name'],
+    [{ name: 'ok', extra: 1 }, 'extra'],
+    [{ name: 'ok', displayOrder: 1.5 }, 'displayOrder'],
+    [{ name: 'ok', displayOrder: '3' }, 'displayOrder'],
+    [{ name: 'ok', parentId: 'abc' }, 'parentId'],
+  ];
+  for (const [body, field] of cases) {
+    const res = await create(body);
+    assertError(t, res, 400, 'VALIDATION_ERROR');
+    t.true(
+      res.body.errors.some((e: { field: string }) => e.field === field),
+      `${JSON.stringify(body)} -> ${JSON.stringify(res.body.errors)}`,
+    );
+  }
+});
+
+test('POST /admin/categories: 401 without a token, 403 for a seller', async (t) => {
+  assertError(
+    t,
+    await app.request('POST', '/api/v1/admin/categories', { body: { name: 'x' } }),
+    401,
+    'UNAUTHENTICATED',
+  );
+  assertError(t, await create({ name: `Nope ${uniq()}` }, seller.token), 403, 'FORBIDDEN');
+});
