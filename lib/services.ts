@@ -9,6 +9,7 @@ import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
+import { createLifecycleService } from './lifecycle/lifecycle-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
 import { createImageService } from './images/image-service';
@@ -23,6 +24,7 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
+  const lifecycle = createLifecycleService();
   const categories = createCategoryService(deps);
   const products = createProductService({ ...deps, events, categories });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
@@ -33,6 +35,7 @@ export function createServices(deps: Deps) {
     events,
     tokens,
     health,
+    lifecycle,
     categories,
     products,
     auth,

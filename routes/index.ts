@@ -3,6 +3,7 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
+import { docsPageRoutes, openApiRoutes } from './docs';
 import { categoryRoutes } from './categories';
 import { productRoutes } from './products';
 import { authRoutes } from './auth';
@@ -17,8 +18,12 @@ export interface RouteGroup {
 export const API_PREFIX = '/api/v1';
 
 export function routeTable(services: Services): RouteGroup[] {
-  return [
+  const groups: RouteGroup[] = [
     { prefix: '', routes: [...healthRoutes(services), ...uploadRoutes(services)] },
     { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services), ...categoryRoutes(services), ...productRoutes(services), ...imageRoutes(services)] },
+    // Documentation last: the OpenAPI document describes every group above (and itself).
+    { prefix: '', routes: docsPageRoutes(services, API_PREFIX) },
+    { prefix: API_PREFIX, routes: openApiRoutes(() => groups) },
   ];
+  return groups;
 }

@@ -1,0 +1,179 @@
+// Drift: every route the app actually mounts (walked from the @koa/router stack, not from the table) is in the
+// served OpenAPI document, every documented operation is mounted, and each operation's auth is reflected.
+import test from 'ava';
+import Router from '@koa/router';
+import { buildOpenApiDocument, type OpenApiDocument } from '../../lib/openapi/openapi-document';
+import { expandOptionalGroups, toOpenApiPath } from '../../lib/openapi/openapi-paths';
+import { checkJsonSchema } from '../../lib/openapi/json-schema-check';
+import { yupToJsonSchema } from '../../lib/openapi/yup-json-schema';
+import { mountRoutes, type JsonSchema } from '../../lib/http/route';
+import { startTestApp, type TestApp } from '../helpers/harness';
+
+let app: TestApp;
+let doc: OpenApiDocument;
+test.before(async () => {
+  app = await startTestApp();
+  const res = await app.request('GET', '/api/v1/openapi.json');
+  if (res.status !== 200) throw new Error(`openapi.json answered ${res.status}`);
+  doc = res.body;
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+/** `METHOD /path` of every mounted route (HEAD is koa-router's automatic twin of GET). */
+function mountedOperations(router: Router = app.bundle.router): string[] {
+  const out: string[] = [];
+  for (const layer of router.stack) {
+    const methods = layer.methods.map((m) => m.toLowerCase()).filter((m) => m !== 'head');
+    for (const method of methods) {
+      // A RegExp route cannot be described by an OpenAPI path: report it as it is, so the check fails.
+      if (typeof layer.path !== 'string') {
+        out.push(`${method} ${String(layer.path)}`);
+        continue;
+      }
+      for (const concrete of expandOptionalGroups(layer.path)) out.push(`${method} ${toOpenApiPath(concrete)}`);
+    }
+  }
+  return out;
+}
+
+function undocumented(router: Router): string[] {
+  const documented = new Set(documentedOperations());
+  return mountedOperations(router).filter((op) => !documented.has(op));
+}
+
+function documentedOperations(): string[] {
+  const out: string[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(item)) if (HTTP_METHODS.includes(method)) out.push(`${method} ${path}`);
+  }
+  return out;
+}
+
+test('every mounted route is documented in /api/v1/openapi.json', (t) => {
+  const mounted = mountedOperations();
+  t.true(mounted.length >= 6, `the router has routes (${mounted.length})`);
+  const missing = undocumented(app.bundle.router);
+  t.deepEqual(missing, [], `undocumented routes: ${missing.join(', ')}`);
+});
+
+test('the drift check flags a route mounted outside the table', (t) => {
+  const router = new Router();
+  for (const group of app.bundle.routes) mountRoutes(router, group.prefix, group.routes, app.bundle.services.tokens);
+  t.deepEqual(undocumented(router), []);
+  router.post('/api/v1/secret/:thing', (ctx) => {
+    ctx.body = 'not in the table';
+  });
+  t.deepEqual(undocumented(router), ['post /api/v1/secret/{thing}']);
+});
+
+test('every documented operation is mounted (no stale entries)', (t) => {
+  const mounted = new Set(mountedOperations());
+  const stale = documentedOperations().filter((op) => !mounted.has(op));
+  t.deepEqual(stale, []);
+});
+
+test('the served document is the one built from the mounted route table, and documents itself', (t) => {
+  const rebuilt = buildOpenApiDocument(app.bundle.routes, doc.info);
+  t.deepEqual(JSON.parse(JSON.stringify(rebuilt)), doc);
+  t.is(doc.openapi, '3.1.0');
+  t.truthy(doc.paths['/api/v1/openapi.json']?.get);
+  t.truthy(doc.paths['/docs']?.get);
+  t.truthy(doc.paths['/docs/order-lifecycle']?.get);
+  t.truthy(doc.paths['/health/live']?.get);
+});
+
+test('auth is reflected on every operation: bearer security, 401, and 403 for role-restricted routes', (t) => {
+  t.deepEqual(doc.components.securitySchemes, {
+    bearerAuth: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'The accessToken from POST /api/v1/auth/login or /api/v1/auth/refresh',
+    },
+  });
+  const tableAuth = new Map<string, unknown>();
+  for (const group of app.bundle.routes) {
+    for (const def of group.routes) {
+      for (const p of expandOptionalGroups(group.prefix + def.path)) tableAuth.set(`${def.method} ${toOpenApiPath(p)}`, def.auth);
+    }
+  }
+  let restricted = 0;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      const where = `${method} ${path}`;
+      const auth = tableAuth.get(where);
+      t.deepEqual(op['x-auth'], auth, where);
+      t.truthy(op.responses['401'], `${where} documents 401`);
+      t.truthy(op.responses['500'], `${where} documents 500`);
+      if (auth === 'public') {
+        t.deepEqual(op.security, [{}, { bearerAuth: [] }], where);
+      } else {
+        t.deepEqual(op.security, [{ bearerAuth: [] }], where);
+      }
+      if (Array.isArray(auth)) {
+        restricted++;
+        t.truthy(op.responses['403'], `${where} documents 403`);
+        t.regex(op.description ?? '', new RegExp(`role ${auth.join(' or ')}`));
+      }
+    }
+  }
+  t.true(restricted > 0, 'some routes are role-restricted');
+});
+
+test('error responses share the Error component, which is the error body the handler writes', async (t) => {
+  t.deepEqual(doc.components.schemas, { Error: (await import('../../lib/http/route')).ERROR_SCHEMA });
+  const op = doc.paths['/api/v1/openapi.json'].get;
+  t.deepEqual(op.responses['401'].content, { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } });
+  const res = await app.request('GET', '/api/v1/openapi.json', { token: 'not-a-jwt' });
+  t.is(res.status, 401);
+  t.deepEqual(checkJsonSchema({ $ref: '#/components/schemas/Error' }, res.body, { root: doc }), []);
+});
+
+test('path parameters, query parameters and request bodies come from the route table\'s yup schemas', (t) => {
+  let bodies = 0;
+  let queries = 0;
+  for (const group of app.bundle.routes) {
+    for (const def of group.routes) {
+      for (const concrete of expandOptionalGroups(group.prefix + def.path)) {
+        const path = toOpenApiPath(concrete);
+        const op = doc.paths[path][def.method];
+        const where = `${def.method} ${path}`;
+        // Every {param} of the path is a required path parameter.
+        const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+        const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path');
+        t.deepEqual(
+          pathParams.map((p) => p.name),
+          names,
+          where,
+        );
+        for (const p of pathParams) t.true(p.required, where);
+        if (def.body) {
+          bodies++;
+          const content = op.requestBody?.content[def.requestContentType ?? 'application/json'];
+          t.deepEqual(content?.schema, yupToJsonSchema(def.body), where);
+          if (!def.requestContentType) t.truthy(op.responses['415'], `${where} documents 415`);
+        }
+        if (def.query) {
+          queries++;
+          const fields = yupToJsonSchema(def.query).properties as Record<string, JsonSchema>;
+          const queryParams = (op.parameters ?? []).filter((p) => p.in === 'query');
+          t.deepEqual(
+            queryParams.map((p) => [p.name, p.schema]),
+            Object.entries(fields),
+            where,
+          );
+        }
+        if (def.params || def.query || def.body) t.truthy(op.responses['400'], `${where} documents 400`);
+      }
+    }
+  }
+  t.true(bodies > 0 && queries > 0, `bodies ${bodies}, queries ${queries}`);
+  const asset = doc.paths['/docs/assets/{file}'].get;
+  t.deepEqual(asset.parameters, [
+    { name: 'file', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 100 } },
+  ]);
+});
