@@ -13,6 +13,11 @@ import { createLifecycleService } from './lifecycle/lifecycle-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
 import { createImageService } from './images/image-service';
+import { createNotificationDispatcher } from './notifications/dispatcher';
+import { createNotificationService } from './notifications/notification-service';
+import { createInventory } from './inventory/create-inventory';
+import { createIdempotencyStore } from './orders/idempotency';
+import { createOrderService } from './orders/order-service';
 
 export interface Deps {
   config: Config;
@@ -31,6 +36,10 @@ export function createServices(deps: Deps) {
   const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
   const members = createMemberService({ ...deps, refreshTokens });
   const images = createImageService({ ...deps, events });
+  const dispatcher = createNotificationDispatcher(deps);
+  const notifications = createNotificationService(deps);
+  const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
+  const orders = createOrderService({ db: deps.db, inventory, idempotency: createIdempotencyStore(deps), afterCommit });
   return {
     events,
     tokens,
@@ -41,10 +50,18 @@ export function createServices(deps: Deps) {
     auth,
     members,
     images,
+    dispatcher,
+    notifications,
+    inventory,
+    orders,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
-    async start(): Promise<void> {},
+    async start(): Promise<void> {
+      dispatcher.start();
+    },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
+      await inventory.stop();
+      await dispatcher.stop();
       auth.stop();
     },
   };

@@ -1,0 +1,171 @@
+// The registry of product stock actors: one actor per product, created on first use and dropped when it
+// passivates (idle, nothing reserved) or fails. Activation is synchronous (createActor + start; the
+// actor loads its product itself and defers commands meanwhile), so concurrent first requests for a
+// product always find the same actor. Every actor is subscribed with an `error` observer: an actor
+// error fails its outstanding commands instead of crashing the process.
+import { createActor, fromPromise, type Actor } from 'xstate';
+import type { Db } from '../lib/db';
+import type { Logger } from '../lib/logger';
+import { loadProductView, type ProductView } from '../lib/inventory/stock-sql';
+import {
+  productStockMachine,
+  type LoadedView,
+  type ReserveReply,
+  type StockCommand,
+} from './product-stock-machine';
+
+type StockActor = Actor<typeof productStockMachine>;
+
+interface Entry {
+  productId: number;
+  actor: StockActor;
+  /** Rejecters of commands awaiting a reply, failed if the actor stops or errors first. */
+  outstanding: Set<(err: unknown) => void>;
+}
+
+/** A reservation held in one actor's memory, to be COMMITTED or RELEASEd to that same actor. */
+export interface Reservation {
+  productId: number;
+  quantity: number;
+  entry: Entry;
+}
+
+export type ReserveResult =
+  { ok: true; product: ProductView; reservation: Reservation } | Extract<ReserveReply, { ok: false }>;
+
+export class ActorStoppedError extends Error {
+  constructor(productId: number) {
+    super(`The stock actor of product ${productId} stopped`);
+  }
+}
+
+export interface RegistryOptions {
+  db: Db;
+  logger: Logger;
+  idleMs: number;
+  freshMs?: number;
+}
+
+export function createStockRegistry(options: RegistryOptions) {
+  const log = options.logger.child({ component: 'StockRegistry' });
+  const freshMs = options.freshMs ?? 100;
+  const entries = new Map<number, Entry>();
+  const machine = productStockMachine.provide({
+    actors: {
+      loadProduct: fromPromise<LoadedView, { productId: number }>(async ({ input }) => {
+        const view = await loadProductView(options.db, input.productId);
+        return { view, at: Date.now() };
+      }),
+    },
+  });
+
+  function failAll(entry: Entry, err: unknown): void {
+    for (const fail of [...entry.outstanding]) fail(err);
+  }
+
+  function drop(entry: Entry): void {
+    if (entries.get(entry.productId) === entry) entries.delete(entry.productId);
+  }
+
+  function activate(productId: number): Entry {
+    const existing = entries.get(productId);
+    if (existing && existing.actor.getSnapshot().status === 'active') return existing;
+    const actor = createActor(machine, { input: { productId, idleMs: options.idleMs, freshMs } });
+    const entry: Entry = { productId, actor, outstanding: new Set() };
+    entries.set(productId, entry);
+    actor.subscribe({
+      complete: () => {
+        drop(entry);
+        failAll(entry, new ActorStoppedError(productId));
+      },
+      error: (err) => {
+        log.error({ err }, `Stock actor of product ${productId} failed`);
+        drop(entry);
+        failAll(entry, err);
+      },
+    });
+    actor.start();
+    return entry;
+  }
+
+  function ask<T>(
+    entry: Entry,
+    build: (reply: (value: T) => void, fail: (err: unknown) => void) => StockCommand,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const fail = (err: unknown) => {
+        entry.outstanding.delete(fail);
+        reject(err);
+      };
+      entry.outstanding.add(fail);
+      const reply = (value: T) => {
+        entry.outstanding.delete(fail);
+        resolve(value);
+      };
+      entry.actor.send(build(reply, fail));
+    });
+  }
+
+  /** Sends to the actor that holds the reservation, if it still lives (a new one reads the database afresh). */
+  function tell(entry: Entry | undefined, command: StockCommand): void {
+    if (entry && entry.actor.getSnapshot().status === 'active') entry.actor.send(command);
+  }
+
+  return {
+    async reserve(productId: number, quantity: number): Promise<ReserveResult> {
+      const entry = activate(productId);
+      const reply = await ask<ReserveReply>(entry, (done, fail) => ({
+        type: 'RESERVE',
+        quantity,
+        at: Date.now(),
+        reply: done,
+        fail,
+      }));
+      return reply.ok ? { ...reply, reservation: { productId, quantity, entry } } : reply;
+    },
+    release(reservation: Reservation): void {
+      tell(reservation.entry, { type: 'RELEASE', quantity: reservation.quantity });
+    },
+    committed(reservation: Reservation): void {
+      tell(reservation.entry, { type: 'COMMITTED', quantity: reservation.quantity });
+    },
+    /** Stock given back by a committed transaction (only an active actor needs to know). */
+    restocked(productId: number, quantity: number): void {
+      tell(entries.get(productId), { type: 'RESTOCKED', quantity });
+    },
+    /** The product changed behind the actor's back: re-read it before the next decision. */
+    reload(productId: number): void {
+      tell(entries.get(productId), { type: 'RELOAD' });
+    },
+    /** Runs `run` (a product write) with no reservation decided for the product meanwhile. */
+    async exclusive(productId: number, run: () => Promise<void>): Promise<ProductView | null> {
+      const entry = activate(productId);
+      return ask<ProductView | null>(entry, (done, fail) => ({
+        type: 'EXCLUSIVE',
+        run: async () => {
+          await run();
+          return { view: await loadProductView(options.db, productId), at: Date.now() };
+        },
+        reply: done,
+        fail,
+      }));
+    },
+    activeCount: () => entries.size,
+    /** The actor's current view (tests and diagnostics). */
+    inspect(productId: number): { stock: number; reserved: number; status: string } | null {
+      const entry = entries.get(productId);
+      if (!entry) return null;
+      const { context, value } = entry.actor.getSnapshot();
+      return { stock: context.product?.stock ?? 0, reserved: context.reserved, status: String(value) };
+    },
+    stop(): void {
+      for (const entry of [...entries.values()]) {
+        entry.actor.stop();
+        drop(entry);
+        failAll(entry, new ActorStoppedError(entry.productId));
+      }
+    },
+  };
+}
+
+export type StockRegistry = ReturnType<typeof createStockRegistry>;

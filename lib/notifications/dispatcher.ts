@@ -1,0 +1,176 @@
+// Delivers outbox rows after commit, asynchronously: each becomes a `notifications` row for its recipient
+// (the unique outbox_id collapses duplicate deliveries, so at-least-once delivery is exactly-once
+// visible) and a log line carrying the request id of the request that caused it. Failed deliveries are
+// retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
+import Emittery from 'emittery';
+import type { Db } from '../db';
+import type { Logger } from '../logger';
+
+export interface DispatcherEvents {
+  /** After each delivered batch (tests and metrics listen). */
+  delivered: { outboxIds: number[] };
+  failed: { outboxIds: number[]; error: string };
+}
+
+export interface DispatcherOptions {
+  db: Db;
+  logger: Logger;
+  batchSize?: number;
+  /** First retry delay; doubles per attempt up to maxBackoffMs. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Safety net for rows another process left behind (crash) while this one runs. */
+  sweepIntervalMs?: number;
+}
+
+interface PendingRow {
+  id: number | string;
+  event_type: string;
+  recipient_id: number;
+  payload: string;
+  request_id: string | null;
+  attempts: number;
+}
+
+export function backoffMs(attempts: number, base: number, max: number): number {
+  return Math.min(max, base * 2 ** Math.max(0, attempts - 1));
+}
+
+export function createNotificationDispatcher(options: DispatcherOptions) {
+  const { db } = options;
+  const log = options.logger.child({ component: 'NotificationDispatcher' });
+  const batchSize = options.batchSize ?? 200;
+  const base = options.baseBackoffMs ?? 200;
+  const max = options.maxBackoffMs ?? 60_000;
+  const sweepEvery = options.sweepIntervalMs ?? 5_000;
+  const events = new Emittery<DispatcherEvents>();
+
+  let running: Promise<void> | null = null;
+  let again = false;
+  let stopped = true;
+  let retryTimer: NodeJS.Timeout | null = null;
+  let sweepTimer: NodeJS.Timeout | null = null;
+
+  /** Delivers one batch of due rows; returns how many were due. */
+  async function deliverBatch(): Promise<number> {
+    const now = new Date();
+    const rows = (await db('notification_outbox')
+      .whereNull('delivered_at')
+      .where('next_attempt_at', '<=', now)
+      .orderBy('id')
+      .limit(batchSize)
+      .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts')) as PendingRow[];
+    if (rows.length === 0) return 0;
+    const ids = rows.map((row) => Number(row.id));
+    try {
+      await db.transaction(async (trx) => {
+        await trx('notifications')
+          .insert(
+            rows.map((row) => ({
+              member_id: row.recipient_id,
+              outbox_id: row.id,
+              type: row.event_type,
+              payload: row.payload,
+              created_at: now,
+            })),
+          )
+          .onConflict('outbox_id')
+          .ignore();
+        await trx('notification_outbox')
+          .whereIn('id', ids)
+          .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
+      });
+    } catch (err) {
+      const message = (err as Error).message;
+      log.warn({ err }, `Delivery of ${rows.length} notification(s) failed; retrying with backoff`);
+      for (const row of rows) {
+        const attempts = row.attempts + 1;
+        await db('notification_outbox')
+          .where('id', row.id)
+          .update({
+            attempts,
+            last_error: message.slice(0, 1000),
+            next_attempt_at: new Date(Date.now() + backoffMs(attempts, base, max)),
+          })
+          .catch(() => undefined); // the database is down: the row stays due and is retried by the timer
+      }
+      await events.emit('failed', { outboxIds: ids, error: message });
+      scheduleRetry(backoffMs(rows[0].attempts + 1, base, max));
+      return 0;
+    }
+    for (const row of rows) {
+      const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
+      const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';
+      // The originating request's id, so the delivery can be traced back to the request that caused it.
+      log.info(
+        { requestId: row.request_id ?? undefined },
+        `Delivered ${row.event_type}${what} for order ${payload.orderId} to member ${row.recipient_id} (outbox ${row.id})`,
+      );
+    }
+    await events.emit('delivered', { outboxIds: ids });
+    return rows.length;
+  }
+
+  async function drain(): Promise<void> {
+    do {
+      again = false;
+      try {
+        while ((await deliverBatch()) === batchSize);
+      } catch (err) {
+        // Reading the outbox failed (database unavailable): try again later.
+        log.warn({ err }, 'Reading the outbox failed; retrying');
+        scheduleRetry(backoffMs(1, base, max));
+      }
+    } while (again);
+  }
+
+  function scheduleRetry(delay: number): void {
+    if (stopped || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      kick();
+    }, delay);
+    retryTimer.unref();
+  }
+
+  /** Asks for a delivery run (after a commit); runs coalesce. */
+  function kick(): void {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = drain().finally(() => {
+      running = null;
+    });
+  }
+
+  return {
+    events,
+    kick,
+    /** Starts delivering, beginning with whatever a previous process left pending. */
+    start(): void {
+      stopped = false;
+      sweepTimer = setInterval(kick, sweepEvery);
+      sweepTimer.unref();
+      kick();
+    },
+    /** Delivers what is due now, then stops the timers. */
+    async stop(): Promise<void> {
+      if (sweepTimer) clearInterval(sweepTimer);
+      if (retryTimer) clearTimeout(retryTimer);
+      sweepTimer = retryTimer = null;
+      if (running) await running;
+      if (!stopped) {
+        stopped = true;
+        await drain();
+      }
+    },
+    /** Resolves when no delivery run is in flight (tests). */
+    async idle(): Promise<void> {
+      while (running) await running;
+    },
+  };
+}
+
+export type NotificationDispatcher = ReturnType<typeof createNotificationDispatcher>;

@@ -1,0 +1,46 @@
+// Members read their own notifications (newest first, paged).
+import type { Db } from '../db';
+import { fetchPage, pageEnvelope, type Page, type PageRequest } from '../http/pagination';
+
+export interface NotificationJson {
+  id: number;
+  type: string;
+  payload: Record<string, unknown>;
+  createdAt: string;
+  readAt: string | null;
+}
+
+interface NotificationRow {
+  id: number | string;
+  type: string;
+  payload: string;
+  created_at: Date | string | number;
+  read_at: Date | string | number | null;
+}
+
+const iso = (value: Date | string | number) => new Date(value).toISOString();
+
+export function createNotificationService({ db }: { db: Db }) {
+  return {
+    async listOwn(memberId: number, request: PageRequest): Promise<Page<NotificationJson>> {
+      const query = db('notifications')
+        .where('member_id', memberId)
+        .orderBy('id', 'desc')
+        .select('id', 'type', 'payload', 'created_at', 'read_at');
+      const { rows, total } = await fetchPage<NotificationRow>(query, request);
+      return pageEnvelope(
+        rows.map((row) => ({
+          id: Number(row.id),
+          type: row.type,
+          payload: JSON.parse(row.payload) as Record<string, unknown>,
+          createdAt: iso(row.created_at),
+          readAt: row.read_at === null ? null : iso(row.read_at),
+        })),
+        request,
+        total,
+      );
+    },
+  };
+}
+
+export type NotificationService = ReturnType<typeof createNotificationService>;

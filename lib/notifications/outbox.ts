@@ -1,0 +1,50 @@
+// The transactional outbox: events are written in the SAME transaction as the change that causes them,
+// so an event exists if and only if its cause committed. The dispatcher delivers them after commit.
+import type { Trx } from '../db';
+import { currentRequestId } from '../request-context';
+
+export type OutboxEvent =
+  | {
+      type: 'OrderCreated';
+      recipientId: number;
+      payload: { sellerId: number; orderId: number; orderNumber: string };
+    }
+  | {
+      type: 'OrderStatusChanged';
+      recipientId: number;
+      payload: { buyerId: number; orderId: number; orderNumber: string; from: string; to: string };
+    };
+
+export interface OutboxRow {
+  event_type: string;
+  recipient_id: number;
+  payload: string;
+  request_id: string | null;
+  attempts: number;
+  next_attempt_at: Date;
+  created_at: Date;
+}
+
+/** Outbox rows for `events`, carrying the current request id (delivery logs it). */
+export function outboxRows(events: OutboxEvent[], now: Date, requestId = currentRequestId()): OutboxRow[] {
+  return events.map((event) => ({
+    event_type: event.type,
+    recipient_id: event.recipientId,
+    payload: JSON.stringify(event.payload),
+    request_id: requestId ?? null,
+    attempts: 0,
+    next_attempt_at: now,
+    created_at: now,
+  }));
+}
+
+/** Inserts the events inside `trx` (one multi-row INSERT). */
+export async function writeOutbox(
+  trx: Trx,
+  events: OutboxEvent[],
+  now: Date,
+  requestId?: string | null,
+): Promise<void> {
+  if (events.length === 0) return;
+  await trx('notification_outbox').insert(outboxRows(events, now, requestId ?? currentRequestId()));
+}

@@ -1,0 +1,166 @@
+// Writes placed orders inside a caller's transaction, for one order request or a whole group-commit
+// batch alike (both inventory modes share this): multi-row INSERTs of the orders (one per seller), their
+// items with name and price snapshots, the first history row (null -> PENDING), the OrderCreated outbox
+// rows and, for requests with an Idempotency-Key, the response to replay.
+import type { Knex } from 'knex';
+import { centsToDecimal, fromCents } from '../db';
+import { writeOutbox, type OutboxEvent } from '../notifications/outbox';
+import type { ProductView } from '../inventory/stock-sql';
+import { newOrderNumber } from './order-number';
+import type { OrderJson, ShippingAddress } from './order-json';
+
+export interface PlacementLine {
+  product: ProductView;
+  quantity: number;
+}
+
+/** One buyer's order request, decided and reserved: ready to be written. */
+export interface Placement {
+  buyerId: number;
+  address: ShippingAddress;
+  lines: PlacementLine[];
+  /** idempotency_keys row whose response is written in the same transaction. */
+  idempotencyKeyId?: number;
+  /** Request that placed it (written with the outbox rows, logged on delivery). */
+  requestId?: string;
+}
+
+interface DraftOrder {
+  placement: number;
+  orderNumber: string;
+  sellerId: number;
+  lines: PlacementLine[];
+  totalCents: number;
+}
+
+/** Writes `placements`; returns each placement's orders as API JSON, in placement order. */
+export async function writePlacements(
+  trx: Knex.Transaction,
+  placements: Placement[],
+  now: Date,
+): Promise<OrderJson[][]> {
+  const drafts: DraftOrder[] = [];
+  placements.forEach((placement, index) => {
+    const bySeller = new Map<number, PlacementLine[]>();
+    for (const line of placement.lines) {
+      const group = bySeller.get(line.product.sellerId) ?? [];
+      group.push(line);
+      bySeller.set(line.product.sellerId, group);
+    }
+    for (const [sellerId, lines] of [...bySeller].sort((a, b) => a[0] - b[0])) {
+      lines.sort((a, b) => a.product.id - b.product.id);
+      const totalCents = lines.reduce((sum, line) => sum + line.product.priceCents * line.quantity, 0);
+      drafts.push({ placement: index, orderNumber: newOrderNumber(now), sellerId, lines, totalCents });
+    }
+  });
+
+  await trx('orders').insert(
+    drafts.map((draft) => {
+      const { address } = placements[draft.placement];
+      return {
+        order_number: draft.orderNumber,
+        buyer_id: placements[draft.placement].buyerId,
+        status: 'PENDING',
+        total_amount: centsToDecimal(draft.totalCents),
+        zip_code: address.zipCode,
+        address: address.address,
+        address_detail: address.addressDetail,
+        receiver_name: address.receiverName,
+        receiver_phone: address.receiverPhone,
+        ordered_at: now,
+        updated_at: now,
+      };
+    }),
+  );
+  // Ids by order number: a multi-row INSERT reports only one id, and consecutive ids are not promised.
+  const idRows = (await trx('orders')
+    .whereIn(
+      'order_number',
+      drafts.map((draft) => draft.orderNumber),
+    )
+    .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
+  const orderIds = new Map(idRows.map((row) => [row.order_number, Number(row.id)]));
+  const idOf = (draft: DraftOrder) => orderIds.get(draft.orderNumber)!;
+
+  await trx('order_items').insert(
+    drafts.flatMap((draft) =>
+      draft.lines.map((line) => ({
+        order_id: idOf(draft),
+        product_id: line.product.id,
+        seller_id: line.product.sellerId,
+        product_name: line.product.name,
+        product_price: centsToDecimal(line.product.priceCents),
+        quantity: line.quantity,
+        subtotal: centsToDecimal(line.product.priceCents * line.quantity),
+      })),
+    ),
+  );
+  const itemRows = (await trx('order_items')
+    .whereIn('order_id', [...orderIds.values()])
+    .orderBy('id')
+    .select('id', 'order_id', 'product_id')) as Array<{ id: number; order_id: number; product_id: number }>;
+  const itemIds = new Map(itemRows.map((row) => [`${row.order_id}:${row.product_id}`, Number(row.id)]));
+
+  await trx('order_status_history').insert(
+    drafts.map((draft) => ({
+      order_id: idOf(draft),
+      from_status: null,
+      to_status: 'PENDING',
+      changed_by: placements[draft.placement].buyerId,
+      changed_at: now,
+    })),
+  );
+
+  // One outbox insert per request id (usually one per placement): the id travels to the delivery log.
+  const eventsByRequest = new Map<string, OutboxEvent[]>();
+  for (const draft of drafts) {
+    const key = placements[draft.placement].requestId ?? '';
+    const list = eventsByRequest.get(key) ?? [];
+    list.push({
+      type: 'OrderCreated',
+      recipientId: draft.sellerId,
+      payload: { sellerId: draft.sellerId, orderId: idOf(draft), orderNumber: draft.orderNumber },
+    });
+    eventsByRequest.set(key, list);
+  }
+  const outboxRows = [...eventsByRequest].map(([requestId, events]) => ({
+    requestId: requestId || null,
+    events,
+  }));
+  for (const { requestId, events } of outboxRows) await writeOutbox(trx, events, now, requestId);
+
+  const results: OrderJson[][] = placements.map(() => []);
+  const iso = now.toISOString();
+  for (const draft of drafts) {
+    const placement = placements[draft.placement];
+    const id = idOf(draft);
+    results[draft.placement].push({
+      id,
+      orderNumber: draft.orderNumber,
+      buyerId: placement.buyerId,
+      status: 'PENDING',
+      totalAmount: fromCents(draft.totalCents),
+      shippingAddress: { ...placement.address },
+      items: draft.lines.map((line) => ({
+        id: itemIds.get(`${id}:${line.product.id}`)!,
+        productId: line.product.id,
+        sellerId: line.product.sellerId,
+        productName: line.product.name,
+        productPrice: fromCents(line.product.priceCents),
+        quantity: line.quantity,
+        subtotal: fromCents(line.product.priceCents * line.quantity),
+      })),
+      statusHistory: [{ from: null, to: 'PENDING', changedBy: placement.buyerId, changedAt: iso }],
+      orderedAt: iso,
+      updatedAt: iso,
+    });
+  }
+
+  for (const [index, placement] of placements.entries()) {
+    if (placement.idempotencyKeyId === undefined) continue;
+    await trx('idempotency_keys')
+      .where('id', placement.idempotencyKeyId)
+      .update({ response_status: 201, response_body: JSON.stringify({ orders: results[index] }) });
+  }
+  return results;
+}

@@ -1,0 +1,24 @@
+import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
+import type { Services } from '../lib/services';
+
+export function notificationRoutes(services: Services): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/notifications',
+      summary:
+        "The caller's notifications (OrderCreated for sellers, OrderStatusChanged for buyers), newest first",
+      tags: ['Notifications'],
+      auth: 'any',
+      query: notificationListQuery,
+      responses: {
+        200: { description: 'A page of notifications', schema: notificationPageSchema },
+        ...errorResponses(400, 401),
+      },
+      handler: async ({ query, auth }, ctx) => {
+        ctx.body = await services.notifications.listOwn(auth!.id, query);
+      },
+    }),
+  ];
+}
