@@ -57,7 +57,10 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
 
   return {
     /** A new family (a login): returns the first refresh token. */
-    startFamily(memberId: number): Promise<string> {
+    async startFamily(memberId: number): Promise<string> {
+      // Housekeeping on the member's own rows: expired tokens are useless (used ones are kept until they
+      // expire, because they are what detects a replay), so the table grows with live sessions only.
+      await db('refresh_tokens').where({ member_id: memberId }).where('expires_at', '<', new Date()).delete();
       return issue(memberId, crypto.randomUUID());
     },
 

@@ -448,3 +448,29 @@ test('logout with an access token or garbage instead of a refresh token: 401 INV
     '/api/v1/auth/logout',
   );
 });
+
+test("login deletes the member's expired refresh tokens and keeps the live ones", async (t) => {
+  const member = await createMember(app);
+  const old = await login(member);
+  const live = await login(member);
+  const oldRow = await app.db('refresh_tokens').where({ member_id: member.id }).orderBy('id').first();
+  await app
+    .db('refresh_tokens')
+    .where({ id: oldRow.id })
+    .update({ expires_at: new Date(Date.now() - 1000) });
+  await login(member);
+  const rows = await app.db('refresh_tokens').where({ member_id: member.id });
+  t.is(rows.length, 2);
+  t.false(rows.some((row: any) => row.id === oldRow.id));
+  assertError(
+    t,
+    await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: old.refreshToken } }),
+    401,
+    'INVALID_TOKEN',
+    '/api/v1/auth/refresh',
+  );
+  t.is(
+    (await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: live.refreshToken } })).status,
+    200,
+  );
+});
