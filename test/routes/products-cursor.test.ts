@@ -26,7 +26,7 @@ test.before(async () => {
   other = await createMember(app, 'SELLER');
   categoryId = await createCategory(app);
   otherCategory = await createCategory(app);
-  const rows = [];
+  const rows: Array<Record<string, unknown> & { created_at: Date }> = [];
   for (let i = 0; i < 230; i++) {
     // 120 products in ONE millisecond, the others spread around it (some also tied in pairs).
     const createdAt =
