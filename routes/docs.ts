@@ -102,7 +102,11 @@ export function docsPageRoutes(services: Services, apiPrefix: string): RouteDef[
       auth: 'public',
       params: strictObject({ file: yup.string().required().max(100) }),
       responses: {
-        200: { description: 'The file', contentType: 'application/octet-stream', schema: { type: 'string' } },
+        200: {
+          description: 'The file (text/css, application/javascript or image/png)',
+          contentType: '*/*',
+          schema: { type: 'string' },
+        },
         ...errorResponses([404, 'Not one of the Swagger UI files (NOT_FOUND)']),
       },
       handler: ({ params }, ctx) => {

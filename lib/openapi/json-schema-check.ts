@@ -29,6 +29,8 @@ const KEYWORDS = new Set([
   'maximum',
   'exclusiveMinimum',
   'exclusiveMaximum',
+  'multipleOf',
+  'uniqueItems',
   'minLength',
   'maxLength',
   'pattern',
@@ -121,6 +123,12 @@ function check(
       errors.push(`${at}: ${value} <= ${s.exclusiveMinimum}`);
     if (s.exclusiveMaximum !== undefined && value >= s.exclusiveMaximum)
       errors.push(`${at}: ${value} >= ${s.exclusiveMaximum}`);
+    if (s.multipleOf !== undefined) {
+      // money: 19.99 / 0.01 is 1998.9999999999998 in binary floats, so compare with a tolerance
+      const ratio = value / s.multipleOf;
+      if (Math.abs(ratio - Math.round(ratio)) > 1e-9)
+        errors.push(`${at}: ${value} is not a multiple of ${s.multipleOf}`);
+    }
   }
   if (typeof value === 'string') {
     const length = [...value].length;
@@ -136,6 +144,9 @@ function check(
       errors.push(`${at}: fewer than ${s.minItems} items`);
     if (s.maxItems !== undefined && value.length > s.maxItems)
       errors.push(`${at}: more than ${s.maxItems} items`);
+    if (s.uniqueItems && new Set(value.map((v) => JSON.stringify(v))).size !== value.length) {
+      errors.push(`${at}: items are not unique`);
+    }
     const prefix: JsonSchema[] = s.prefixItems ?? [];
     value.forEach((item, i) => {
       const itemSchema = i < prefix.length ? prefix[i] : s.items;

@@ -122,3 +122,10 @@ test('the checker reports each violation with its place', (t) => {
     message: /Unsupported JSON Schema keyword "contentEncoding"/,
   });
 });
+
+test('the checker compares money with multipleOf 0.01 without binary-float false alarms', (t) => {
+  const money = { type: 'number', minimum: 0, multipleOf: 0.01 };
+  for (const ok of [0, 19.99, 1998.99, 0.1 + 0.2, 99999999.99]) t.deepEqual(checkJsonSchema(money, ok), [], String(ok));
+  t.deepEqual(checkJsonSchema(money, 19.999), ['$: 19.999 is not a multiple of 0.01']);
+  t.deepEqual(checkJsonSchema({ type: 'array', uniqueItems: true }, [1, 1]), ['$: items are not unique']);
+});

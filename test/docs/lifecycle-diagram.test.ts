@@ -1,0 +1,126 @@
+// The lifecycle diagram is drawn from the real order machine: one node per order status, one edge per
+// transition with its event, guard and role; `npm run visualize` writes it; the committed copy is current;
+// GET /docs/order-lifecycle serves it with a legend.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { ORDER_STATUSES, transitionsTable } from '../../actors/order-lifecycle-machine';
+import { lifecycleDot, renderSvg } from '../../lib/lifecycle/lifecycle-diagram';
+import { lifecycleModel } from '../../lib/lifecycle/lifecycle-model';
+import { startTestApp, type TestApp } from '../helpers/harness';
+
+const run = promisify(execFile);
+const ROOT = path.join(import.meta.dirname, '..', '..');
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp();
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+/** Status names of the SVG's state nodes, in document order (Graphviz writes `-` as `&#45;` in ids). */
+function svgStateNodes(svg: string): string[] {
+  return [...svg.matchAll(/<g id="state&#45;(\w+)" class="node state[^"]*">/g)].map((m) => m[1]);
+}
+
+test('the model walked from the machine has every order status and every transition with its role', (t) => {
+  const model = lifecycleModel();
+  t.is(model.id, 'orderLifecycle');
+  t.is(model.initial, 'PENDING');
+  t.deepEqual(model.states.map((s) => s.name).sort(), [...ORDER_STATUSES].sort());
+  t.deepEqual(
+    model.states.filter((s) => s.final).map((s) => s.name),
+    ['DELIVERED', 'CANCELLED'],
+  );
+  // Cross-check against the machine's own node API (a different path into the same definition).
+  const fromMachine = transitionsTable().map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
+  const fromModel = model.transitions.map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
+  t.deepEqual(fromModel.sort(), fromMachine.sort());
+  t.true(model.transitions.every((tr) => tr.role === 'SELLER' || tr.role === 'BUYER'));
+});
+
+test('the DOT has one node per status and one labelled edge per transition', (t) => {
+  const model = lifecycleModel();
+  const dot = lifecycleDot(model);
+  const nodes = [...dot.matchAll(/^ {2}"(\w+)" \[id="state-\w+", class="state/gm)].map((m) => m[1]);
+  t.deepEqual(nodes.sort(), [...ORDER_STATUSES].sort());
+  for (const tr of model.transitions) {
+    const line = dot.split('\n').find((l) => l.includes(`id="transition-${tr.from}-${tr.event}-${tr.to}"`));
+    t.truthy(line, `${tr.from} -${tr.event}-> ${tr.to}`);
+    t.true(line!.startsWith(`  "${tr.from}" -> "${tr.to}"`));
+    t.true(line!.includes(`<B>${tr.event}</B><BR/>[${tr.guard}]<BR/>by ${tr.role}`));
+    t.true(line!.includes(`role-${tr.role}`));
+  }
+  t.true(dot.includes('"__start" -> "PENDING"'));
+});
+
+test('a highlighted diagram marks the current status, the visited ones and the transitions taken', async (t) => {
+  const model = lifecycleModel();
+  const svg = await renderSvg(
+    lifecycleDot(model, {
+      current: 'SHIPPED',
+      steps: [
+        { from: null, to: 'PENDING' },
+        { from: 'PENDING', to: 'CONFIRMED' },
+        { from: 'CONFIRMED', to: 'SHIPPED' },
+      ],
+      title: 'Order ORD-1',
+    }),
+  );
+  t.deepEqual([...svg.matchAll(/class="node state current[^"]*"/g)].length, 1);
+  t.regex(svg, /<g id="state&#45;SHIPPED" class="node state current">/);
+  t.regex(svg, /<g id="state&#45;PENDING" class="node state visited">/);
+  t.regex(svg, /<g id="state&#45;CONFIRMED" class="node state visited">/);
+  t.regex(svg, /<g id="state&#45;DELIVERED" class="node state final">/);
+  const taken = [...svg.matchAll(/<g id="transition&#45;([\w&#;]+)" class="edge transition[^"]* taken">/g)].map((m) =>
+    m[1].replace(/&#45;/g, '-'),
+  );
+  t.deepEqual(taken.sort(), ['CONFIRMED-SHIP-SHIPPED', 'PENDING-CONFIRM-CONFIRMED', 'start']);
+  t.true(svg.includes('Order ORD&#45;1'));
+});
+
+test('npm run visualize writes the DOT and an SVG with one node per status; the committed copy is current', async (t) => {
+  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'visualize-'));
+  try {
+    await run(process.execPath, ['--import', 'tsx', 'scripts/visualize.ts', '--out', outDir], { cwd: ROOT });
+    const dot = fs.readFileSync(path.join(outDir, 'order-lifecycle.dot'), 'utf8');
+    const svg = fs.readFileSync(path.join(outDir, 'order-lifecycle.svg'), 'utf8');
+    t.is(dot, lifecycleDot(lifecycleModel()));
+    t.true(svg.startsWith('<?xml'));
+    t.deepEqual(svgStateNodes(svg).sort(), [...ORDER_STATUSES].sort());
+    for (const event of ['CONFIRM', 'SHIP', 'DELIVER', 'CANCEL', 'bySeller', 'byBuyer', 'by SELLER', 'by BUYER']) {
+      t.true(svg.includes(event), event);
+    }
+    // docs/ holds the diagram the README embeds: it must match the machine (run `npm run visualize` after a change).
+    t.is(fs.readFileSync(path.join(ROOT, 'docs', 'order-lifecycle.dot'), 'utf8'), dot);
+    t.is(fs.readFileSync(path.join(ROOT, 'docs', 'order-lifecycle.svg'), 'utf8'), svg);
+  } finally {
+    fs.rmSync(outDir, { recursive: true, force: true });
+  }
+});
+
+test('GET /docs/order-lifecycle serves the diagram, a legend and the transitions table (public)', async (t) => {
+  const res = await app.request('GET', '/docs/order-lifecycle');
+  t.is(res.status, 200);
+  t.is(res.headers.get('content-type'), 'text/html; charset=utf-8');
+  const html = res.text;
+  t.true(html.startsWith('<!doctype html>'));
+  t.false(html.includes('<?xml'));
+  t.deepEqual(svgStateNodes(html).sort(), [...ORDER_STATUSES].sort());
+  t.true(html.includes('<h2>Legend</h2>'));
+  t.true(html.includes('triggered by a SELLER'));
+  t.true(html.includes('triggered by a BUYER'));
+  for (const tr of lifecycleModel().transitions) {
+    t.true(
+      html.includes(
+        `<tr><td><code>${tr.from}</code></td><td><code>${tr.event}</code></td><td><code>${tr.guard}</code></td><td>${tr.role}</td><td><code>${tr.to}</code></td>`,
+      ),
+      `${tr.from} ${tr.event}`,
+    );
+  }
+});
