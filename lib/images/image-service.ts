@@ -133,7 +133,9 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
             const [{ count, maxOrder }] = (await trx('product_images')
               .where('product_id', productId)
               .count({ count: '*' })
-              .max({ maxOrder: 'display_order' })) as Array<{
+              .max({ maxOrder: 'display_order' })
+              // A locking read on MySQL: the count is of committed rows, whatever this transaction's snapshot.
+              .forUpdate()) as Array<{
               count: number | string;
               maxOrder: number | null;
             }>;

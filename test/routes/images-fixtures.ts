@@ -1,4 +1,5 @@
 // Shared by the image tests: real image bytes (by magic number), multipart forms, and what is on disk.
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -57,3 +58,63 @@ export async function imageRows(app: TestApp, productId: number) {
 }
 
 export const UUID_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(jpg|jpeg|png|gif)$/;
+
+export interface ServiceProcess {
+  url: string;
+  /** What the process has written so far (its log lines). */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real service (`lib/server.ts`, as `npm start` runs it) in a child process on the same database and
+ * DATA_DIR as `app`: a truly separate process, with its own per-product locks and its own event loop.
+ */
+export async function startSecondProcess(app: TestApp): Promise<ServiceProcess> {
+  const root = path.resolve(import.meta.dirname, '../..');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...app.database.env,
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      BCRYPT_COST: '4',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'line',
+      SEED_ON_START: 'false',
+      MIGRATE_ON_START: 'false',
+      UPLOAD_DIR: app.config.uploadDir,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`second process did not start:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /Listening on [^:\s]+:(\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`second process exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
