@@ -12,6 +12,7 @@ export function authRoutes(services: Services): RouteDef[] {
       summary: 'Sign up as a buyer or a seller (sellers need a business number)',
       tags: ['Auth'],
       auth: 'public',
+      ignoreBearer: true,
       body: signupBody,
       responses: {
         201: { description: 'The new member', schema: MEMBER_JSON_SCHEMA },
@@ -34,6 +35,7 @@ export function authRoutes(services: Services): RouteDef[] {
       summary: 'Log in: an access token (1 h) and a refresh token (7 d)',
       tags: ['Auth'],
       auth: 'public',
+      ignoreBearer: true,
       body: loginBody,
       responses: {
         200: { description: 'Tokens', schema: TOKEN_RESPONSE_SCHEMA },
@@ -59,6 +61,7 @@ export function authRoutes(services: Services): RouteDef[] {
         'Exchange a refresh token for new tokens (the refresh token rotates; reuse revokes its family)',
       tags: ['Auth'],
       auth: 'public',
+      ignoreBearer: true,
       body: refreshTokenBody,
       responses: {
         200: { description: 'New tokens', schema: TOKEN_RESPONSE_SCHEMA },
@@ -79,6 +82,7 @@ export function authRoutes(services: Services): RouteDef[] {
       summary: "Log out: revokes the presented refresh token's whole family",
       tags: ['Auth'],
       auth: 'public',
+      ignoreBearer: true,
       body: refreshTokenBody,
       responses: {
         204: { description: 'Logged out (access tokens stay valid until they expire, at most 1 h)' },

@@ -52,6 +52,11 @@ export interface RouteDef<
   responses: Record<number, ResponseDoc>;
   /** Middleware run after authentication and before validation (e.g. the multipart parser). */
   before?: Middleware[];
+  /**
+   * Public routes that never use the caller's identity (signup, login, refresh, logout): any Authorization
+   * header is ignored, so a client that still sends its expired access token is not refused its own refresh.
+   */
+  ignoreBearer?: boolean;
   handler: (input: RouteInput<Out<PS>, Out<QS>, Out<BS>>, ctx: Context) => Promise<void> | void;
 }
 
@@ -79,6 +84,10 @@ function hasBody(ctx: Context): boolean {
 
 function authenticate(def: RouteDef, tokens: TokenService): Middleware {
   return async function authenticateMiddleware(ctx, next) {
+    if (def.ignoreBearer && def.auth === 'public') {
+      ctx.state.auth = null;
+      return next();
+    }
     const token = bearerToken(ctx);
     if (!token) {
       if (def.auth !== 'public')
