@@ -449,3 +449,31 @@ test.serial('upload and delete announce productChanged for the product', async (
     off();
   }
 });
+
+test.serial(
+  'the cached product detail shows the images right after an upload and after a delete',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const before = await app.request('GET', `/api/v1/products/${productId}`);
+    t.is(before.status, 200);
+    t.deepEqual(before.body.images, []);
+    const cached = await app.request('GET', `/api/v1/products/${productId}`);
+    t.deepEqual(cached.body.images, []);
+
+    const up = await upload(app, productId, seller.token, [
+      { name: 'a.png', data: imageBytes('png') },
+      { name: 'b.jpg', data: imageBytes('jpeg') },
+    ]);
+    t.is(up.status, 201);
+    const after = await app.request('GET', `/api/v1/products/${productId}`);
+    t.is(after.status, 200);
+    t.deepEqual(after.body.images, up.body.images);
+
+    const del = await app.request('DELETE', `/api/v1/products/${productId}/images/${up.body.images[0].id}`, {
+      token: seller.token,
+    });
+    t.is(del.status, 204);
+    const afterDelete = await app.request('GET', `/api/v1/products/${productId}`);
+    t.deepEqual(afterDelete.body.images, [up.body.images[1]]);
+  },
+);
