@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { ConfigError, DEV_JWT_SECRET, loadConfig } from '../../lib/config';
 
@@ -65,14 +66,16 @@ test('bcrypt cost below 10 is only allowed in tests', (t) => {
   t.is(loadConfig({ NODE_ENV: 'test', BCRYPT_COST: '4' }).bcryptCost, 4);
 });
 
-test('a bad value stops the server process with one line naming the variable', (t) => {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
-    env: { PATH: process.env.PATH, PORT: 'abc' },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  t.is(result.status, 1);
-  const lines = result.stderr.trim().split('\n');
-  t.is(lines.length, 1, result.stderr);
+test('a bad value stops the server process with one line naming the variable', async (t) => {
+  const err = await t.throwsAsync(
+    promisify(execFile)(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+      env: { PATH: process.env.PATH, PORT: 'abc' },
+      timeout: 30_000,
+    }),
+  );
+  const failure = err as Error & { code?: number; stderr?: string };
+  t.is(failure.code, 1);
+  const lines = String(failure.stderr).trim().split('\n');
+  t.is(lines.length, 1, failure.stderr);
   t.regex(lines[0], /^Invalid configuration: PORT must be an integer$/);
 });
