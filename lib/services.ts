@@ -16,6 +16,7 @@ import { createImageService } from './images/image-service';
 import { createNotificationDispatcher } from './notifications/dispatcher';
 import { createNotificationService } from './notifications/notification-service';
 import { createInventory } from './inventory/create-inventory';
+import { createInventoryStockWrites } from './inventory/inventory-stock-writes';
 import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
 
@@ -29,17 +30,17 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
-  const lifecycle = createLifecycleService();
-  const categories = createCategoryService(deps);
-  const products = createProductService({ ...deps, events, categories });
-  const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
-  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
-  const members = createMemberService({ ...deps, refreshTokens });
-  const images = createImageService({ ...deps, events });
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
   const orders = createOrderService({ db: deps.db, inventory, idempotency: createIdempotencyStore(deps), afterCommit });
+  const lifecycle = createLifecycleService();
+  const categories = createCategoryService(deps);
+  const products = createProductService({ ...deps, events, categories, stockWrites: createInventoryStockWrites(deps.db, inventory) });
+  const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
+  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
+  const members = createMemberService({ ...deps, refreshTokens });
+  const images = createImageService({ ...deps, events });
   return {
     events,
     tokens,
@@ -56,6 +57,7 @@ export function createServices(deps: Deps) {
     orders,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {
+      await images.sweepStaleUploads();
       dispatcher.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */

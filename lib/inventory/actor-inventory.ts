@@ -77,12 +77,13 @@ export function createActorInventory(options: ActorInventoryOptions) {
     async changeProduct(productId, write) {
       let result: Awaited<ReturnType<typeof write>> | undefined;
       await registry.exclusive(productId, async () => {
-        result = await options.db.transaction((trx) => write(trx));
+        result = await write();
       });
       return result as Awaited<ReturnType<typeof write>>;
     },
 
     activeActors: () => registry.activeCount(),
+    inspect: (productId) => registry.inspect(productId),
 
     async stop() {
       await committer.drain();

@@ -1,7 +1,6 @@
 // The inventory: how an order request becomes committed orders with their stock deducted. Two modes
 // with the same API and guarantees (config.inventoryMode): `actor` (per-product stock actors + group
 // commit, the default) and `transactional` (one transaction per order with row locks, the baseline).
-import type { Knex } from 'knex';
 import type { OrderJson, ShippingAddress } from '../orders/order-json';
 import type { StockChange } from './stock-sql';
 
@@ -21,11 +20,13 @@ export interface Inventory {
   restored(changes: StockChange[]): void;
   /**
    * Runs a product write (a seller's stock PATCH, a soft delete) serialised with that product's orders.
-   * `write` runs in its own transaction and must keep the SQL guard (it never lets stock go below 0).
+   * `write` is one guarded statement (it never lets stock go below 0); the actor re-reads the product after it.
    */
-  changeProduct<T>(productId: number, write: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
   /** Number of product actors in memory (0 in transactional mode). */
   activeActors(): number;
+  /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */
+  inspect(productId: number): { stock: number; reserved: number; status: string } | null;
   /** Finishes in-flight work (pending group commits) and stops the actors. */
   stop(): Promise<void>;
 }

@@ -2,7 +2,7 @@
 // one-step-forward status update and the buyer's cancellation (decided by the lifecycle machine,
 // persisted with compare-and-set), and the order reads with their authorization.
 import type { Db, Trx } from '../db';
-import { affectedRows } from '../db';
+import { affectedRows, isDeadlock } from '../db';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import type { Role } from '../config';
 import { fetchPage, pageEnvelope, type Page, type PageRequest } from '../http/pagination';
@@ -66,6 +66,23 @@ export function createOrderService(deps: OrderServiceDeps) {
    * outbox rows and `extra` work, in one transaction. False when another request changed it first.
    */
   async function compareAndSet(
+    order: { id: number; buyer_id: number; order_number: string },
+    from: OrderStatus,
+    to: OrderStatus,
+    changedBy: number,
+    extra?: (trx: Trx, now: Date) => Promise<void>,
+  ): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await casTransaction(order, from, to, changedBy, extra);
+      } catch (err) {
+        // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
+        if (!isDeadlock(err) || attempt >= MAX_CAS_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  function casTransaction(
     order: { id: number; buyer_id: number; order_number: string },
     from: OrderStatus,
     to: OrderStatus,

@@ -1,0 +1,117 @@
+// The product stock actors and their registry, driven directly against a real database: single
+// activation under concurrent first use, serialised decisions, passivation and reactivation, errors
+// turned into failed commands, and the catalog's stock writes routed through the actors.
+import test from 'ava';
+import { createDb } from '../../lib/db';
+import { createLogger } from '../../lib/logger';
+import { createStockRegistry } from '../../actors/registry';
+import { createMember, createProduct } from '../helpers/factories';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { eventually, placeOrder, productRow } from '../orders/order-fixtures';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp({ env: { ACTOR_IDLE_MS: '150' } });
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+const quietLogger = createLogger({ level: 'fatal', format: 'line', out: { write: () => undefined } });
+
+test('concurrent first requests share one activation (one load) and decisions are serialised', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 7 });
+  const registry = createStockRegistry({ db: app.db, logger: quietLogger, idleMs: 60_000 });
+  let loads = 0;
+  const count = (query: { sql: string }) => {
+    if (/from [`"]products[`"]/i.test(query.sql)) loads++;
+  };
+  app.db.on('query', count);
+  try {
+    const results = await Promise.all(Array.from({ length: 20 }, () => registry.reserve(productId, 1)));
+    t.is(loads, 1);
+    t.is(registry.activeCount(), 1);
+    t.is(results.filter((r) => r.ok).length, 7);
+    t.deepEqual(
+      results.filter((r) => !r.ok).map((r) => !r.ok && r.reason),
+      Array(13).fill('INSUFFICIENT_STOCK'),
+    );
+    t.like(registry.inspect(productId), { stock: 7, reserved: 7, status: 'ready' });
+    // a release gives the units back in memory; a commit takes them off the stock
+    for (const r of results) if (r.ok) registry.release(r.reservation);
+    t.like(registry.inspect(productId), { stock: 7, reserved: 0 });
+  } finally {
+    app.db.off('query', count);
+    registry.stop();
+  }
+  t.is(registry.activeCount(), 0);
+});
+
+test('an actor error becomes a failed command, not a crash, and the actor is dropped', async (t) => {
+  const broken = createDb({ client: 'sqlite', filename: `${app.database.dataDir}/missing-dir/never.sqlite` });
+  await broken.destroy(); // every query now fails
+  const registry = createStockRegistry({ db: broken, logger: quietLogger, idleMs: 60_000 });
+  await t.throwsAsync(registry.reserve(1, 1));
+  await t.throwsAsync(registry.reserve(1, 1)); // a fresh activation fails again, still no crash
+  t.is(registry.activeCount(), 0);
+});
+
+test('idle actors passivate (memory follows the active products) and reactivate with the right stock', async (t) => {
+  const { inventory } = app.bundle.services;
+  const buyer = await createMember(app, 'BUYER');
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 5 });
+  t.is((await placeOrder(app, buyer.token, [{ productId, quantity: 2 }])).status, 201);
+  t.like(inventory.inspect(productId), { stock: 3, reserved: 0 });
+  await eventually(async () => inventory.inspect(productId) === null, 3000);
+  // changed behind its back while passivated: the new activation reads the database
+  await app.db('products').where('id', productId).update({ stock_quantity: 4 });
+  t.is((await placeOrder(app, buyer.token, [{ productId, quantity: 5 }])).body.code, 'INSUFFICIENT_STOCK');
+  t.is((await placeOrder(app, buyer.token, [{ productId, quantity: 4 }])).status, 201);
+  t.deepEqual(await productRow(app, productId), { stock: 0, status: 'SOLD_OUT', salesCount: 6 });
+});
+
+test("the seller's stock PATCH and DELETE go through the actor: the next orders see them at once", async (t) => {
+  const buyer = await createMember(app, 'BUYER');
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 1 });
+  t.is((await placeOrder(app, buyer.token, [{ productId, quantity: 1 }])).status, 201); // actor active, SOLD_OUT
+  const patch = await app.request('PATCH', `/api/v1/products/${productId}`, {
+    token: seller.token,
+    body: { stockQuantity: 3 },
+  });
+  t.is(patch.status, 200);
+  t.like(patch.body, { stockQuantity: 3, status: 'ON_SALE' });
+  t.is((await placeOrder(app, buyer.token, [{ productId, quantity: 3 }])).status, 201);
+  t.deepEqual(await productRow(app, productId), { stock: 0, status: 'SOLD_OUT', salesCount: 4 });
+  await app.request('PATCH', `/api/v1/products/${productId}`, {
+    token: seller.token,
+    body: { stockQuantity: 10 },
+  });
+  const deleted = await app.request('DELETE', `/api/v1/products/${productId}`, { token: seller.token });
+  t.is(deleted.status, 204);
+  const afterDelete = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }]);
+  t.is(afterDelete.status, 404);
+  t.is(afterDelete.body.code, 'NOT_FOUND');
+  t.like(await productRow(app, productId), { stock: 10, status: 'DELETED' });
+});
+
+test('a product edited elsewhere (price) makes the actor re-read: the order snapshots the new price', async (t) => {
+  const buyer = await createMember(app, 'BUYER');
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 5, price: '3.00' });
+  t.is(
+    (await placeOrder(app, buyer.token, [{ productId, quantity: 1 }])).body.orders[0].items[0].productPrice,
+    3,
+  );
+  const patch = await app.request('PATCH', `/api/v1/products/${productId}`, {
+    token: seller.token,
+    body: { price: 4.5 },
+  });
+  t.is(patch.status, 200);
+  t.is(
+    (await placeOrder(app, buyer.token, [{ productId, quantity: 1 }])).body.orders[0].items[0].productPrice,
+    4.5,
+  );
+});
