@@ -9,6 +9,8 @@ import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
+import { createCategoryService } from './categories/category-service';
+import { createProductService } from './products/product-service';
 import { createLifecycleService } from './lifecycle/lifecycle-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
@@ -30,6 +32,8 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
+  const categories = createCategoryService(deps);
+  const products = createProductService({ ...deps, events, categories });
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
@@ -45,6 +49,8 @@ export function createServices(deps: Deps) {
     events,
     tokens,
     health,
+    categories,
+    products,
     lifecycle,
     categories,
     products,

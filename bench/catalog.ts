@@ -1,0 +1,296 @@
+// `npm run bench:catalog -- [--products 100000] [--duration 10] [--warmup 2] [--connections 32] [--reseed]
+//   [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog] [--log-level warn] [--only <regex>]`
+// Fills a MariaDB catalogue with the demo seed (scripts/seed-demo.ts), starts the real service and a bare
+// Koa hello-world as child processes, loads each endpoint with autocannon, and writes
+// bench/results/catalog-<timestamp>.json plus a markdown table with the two target ratios:
+//   cursor page at depth 90k within 1.5x (p50) of the first page; cached GETs >= 0.7x the bare Koa rate.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import knexFactory from 'knex';
+import { loadConfig } from '../lib/config';
+import { createDb, type Db } from '../lib/db';
+import { encodeCursor } from '../lib/products/cursor';
+import { seedDemo } from '../seeds/01_demo';
+import { progressBar, seedCatalog } from '../scripts/seed-demo';
+import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
+import { ROOT, startChild, type Child } from './lib/processes';
+
+interface Options {
+  products: number;
+  duration: number;
+  warmup: number;
+  connections: number;
+  reseed: boolean;
+  databaseUrl: string;
+  logLevel: string;
+  /** Only scenarios whose name matches (the two baselines always run). */
+  only: RegExp | null;
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = {
+    products: 100_000,
+    duration: 10,
+    warmup: 2,
+    connections: 32,
+    reseed: false,
+    databaseUrl: process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/mkt_bench_catalog',
+    logLevel: 'warn',
+    only: null,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const value = () => inline ?? argv[++i];
+    switch (flag) {
+      case '--products':
+      case '--duration':
+      case '--warmup':
+      case '--connections': {
+        const n = Number(value());
+        if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a number`);
+        o[flag.slice(2) as 'products' | 'duration' | 'warmup' | 'connections'] = n;
+        break;
+      }
+      case '--reseed':
+        o.reseed = true;
+        break;
+      case '--database-url':
+        o.databaseUrl = value();
+        break;
+      case '--log-level':
+        o.logLevel = value();
+        break;
+      case '--only':
+        o.only = new RegExp(value(), 'i');
+        break;
+      default:
+        throw new Error(`Unknown argument ${argv[i]}`);
+    }
+  }
+  return o;
+}
+
+/** Creates the bench database if needed (or afresh with --reseed), migrates it and tops it up to N products. */
+async function prepareDatabase(o: Options): Promise<Db> {
+  const url = new URL(o.databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error('The bench database name must be [A-Za-z0-9_]+');
+  const server = knexFactory({
+    client: 'mysql2',
+    connection: `${url.protocol}//${url.username ? `${url.username}${url.password ? `:${url.password}` : ''}@` : ''}${url.host}`,
+  });
+  try {
+    if (o.reseed) await server.raw(`DROP DATABASE IF EXISTS \`${name}\``);
+    await server.raw(
+      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
+  } finally {
+    await server.destroy();
+  }
+  const config = loadConfig({
+    ...process.env,
+    NODE_ENV: 'development',
+    DATABASE_URL: o.databaseUrl,
+    BCRYPT_COST: '10',
+  } as Record<string, string>);
+  const db = createDb(config.database);
+  await db.migrate.latest();
+  await seedDemo(db, config);
+  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
+  if (count < o.products) {
+    await seedCatalog(db, {
+      products: o.products - count,
+      sellers: 20,
+      batch: 1000,
+      seed: 1,
+      sellerPassword: config.seedPasswords.seller,
+      bcryptCost: config.bcryptCost,
+      onProgress: progressBar('seeding products'),
+    });
+  } else {
+    process.stderr.write(`Reusing ${count} products in ${name} (--reseed to start over)\n`);
+  }
+  await db.raw('ANALYZE TABLE products');
+  return db;
+}
+
+interface Scenario {
+  name: string;
+  group: 'baseline' | 'list' | 'offset' | 'cursor' | 'cached';
+  path: string;
+}
+
+interface Measured extends Scenario {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** A cursor positioned after the first `depth` visible products (createdAt desc, id desc). */
+async function cursorAtDepth(db: Db, depth: number): Promise<string> {
+  const row = await db('products')
+    .whereIn('status', ['ON_SALE', 'SOLD_OUT'])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .offset(depth - 1)
+    .first('id', 'created_at');
+  return encodeCursor({ createdAt: new Date(row.created_at), id: row.id });
+}
+
+async function scenarios(db: Db): Promise<Scenario[]> {
+  const category = await db('categories').where({ name: 'Audio' }).first('id');
+  const product = await db('products').where('status', 'ON_SALE').orderBy('id').offset(5000).first('id');
+  const seller = await db('members').where({ email: 'demo-seller-3@marketplace.test' }).first('id');
+  const cursor10k = encodeURIComponent(await cursorAtDepth(db, 10_000));
+  const cursor90k = encodeURIComponent(await cursorAtDepth(db, 90_000));
+  const p = '/api/v1/products';
+  return [
+    { name: 'bare Koa hello-world', group: 'baseline', path: '/' },
+    { name: 'list default (createdAt desc)', group: 'list', path: p },
+    { name: 'list sort price asc', group: 'list', path: `${p}?sort=price,asc` },
+    { name: 'list sort salesCount desc', group: 'list', path: `${p}?sort=salesCount,desc` },
+    {
+      name: 'list categoryId + price range, price desc',
+      group: 'list',
+      path: `${p}?categoryId=${category.id}&minPrice=50&maxPrice=500&sort=price,desc`,
+    },
+    { name: 'list sellerId', group: 'list', path: `${p}?sellerId=${seller.id}` },
+    { name: 'list keyword', group: 'list', path: `${p}?keyword=lamp` },
+    { name: 'offset page depth 0', group: 'offset', path: `${p}?page=0&size=20` },
+    { name: 'offset page depth 10k', group: 'offset', path: `${p}?page=500&size=20` },
+    { name: 'offset page depth 90k', group: 'offset', path: `${p}?page=4500&size=20` },
+    { name: 'cursor depth 0', group: 'cursor', path: `${p}/cursor?limit=20` },
+    { name: 'cursor depth 10k', group: 'cursor', path: `${p}/cursor?limit=20&cursor=${cursor10k}` },
+    { name: 'cursor depth 90k', group: 'cursor', path: `${p}/cursor?limit=20&cursor=${cursor90k}` },
+    { name: 'popular (cached)', group: 'cached', path: `${p}/popular` },
+    { name: 'product detail (cached)', group: 'cached', path: `${p}/${product.id}` },
+    { name: 'categories (cached)', group: 'cached', path: '/api/v1/categories' },
+    { name: 'bare Koa hello-world (again)', group: 'baseline', path: '/' },
+  ];
+}
+
+async function measure(url: string, o: Options, seconds: number): Promise<autocannon.Result> {
+  return autocannon({ url, connections: o.connections, duration: seconds, timeout: 30 });
+}
+
+function markdown(
+  results: Measured[],
+  ratios: Record<string, { value: number; target: string; met: boolean }>,
+): string {
+  const lines = ['| scenario | req/s | p50 ms | p99 ms | non-2xx |', '|---|---:|---:|---:|---:|'];
+  for (const r of results)
+    lines.push(
+      `| ${r.name} | ${Math.round(r.requestsPerSecond)} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`,
+    );
+  lines.push('', '| target | measured | goal | met |', '|---|---:|---|---|');
+  for (const [name, r] of Object.entries(ratios))
+    lines.push(`| ${name} | ${r.value.toFixed(2)}x | ${r.target} | ${r.met ? 'yes' : 'NO'} |`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const db = await prepareDatabase(o);
+  let plans: PlanRow[];
+  let app: Child | null = null;
+  let hello: Child | null = null;
+  const results: Measured[] = [];
+  try {
+    plans = await explainCatalog(db);
+    const list = (await scenarios(db)).filter(
+      (s) => !o.only || s.group === 'baseline' || o.only.test(s.name),
+    );
+    app = await startChild(
+      'lib/server.ts',
+      {
+        NODE_ENV: 'production',
+        DATABASE_URL: o.databaseUrl,
+        JWT_SECRET: crypto.randomBytes(32).toString('hex'),
+        SEED_ON_START: 'false',
+        LOG_LEVEL: o.logLevel,
+        DATA_DIR: path.join(os.tmpdir(), 'mkt-bench-catalog'),
+      },
+      '/health/ready',
+    );
+    hello = await startChild('bench/lib/hello-koa.ts', {}, '/');
+    for (const scenario of list) {
+      const base = scenario.group === 'baseline' ? hello.url : app.url;
+      const probe = await fetch(base + scenario.path);
+      if (probe.status !== 200)
+        throw new Error(`${scenario.name}: ${scenario.path} answered ${probe.status}`);
+      if (o.warmup > 0) await measure(base + scenario.path, o, o.warmup);
+      const r = await measure(base + scenario.path, o, o.duration);
+      const m: Measured = {
+        ...scenario,
+        requestsPerSecond: r.requests.average,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        non2xx: r.non2xx,
+        errors: r.errors + r.timeouts,
+      };
+      results.push(m);
+      process.stderr.write(
+        `${scenario.name.padEnd(45)} ${String(Math.round(m.requestsPerSecond)).padStart(7)} req/s  p50 ${m.p50} ms  p99 ${m.p99} ms\n`,
+      );
+    }
+  } finally {
+    await app?.stop();
+    await hello?.stop();
+    await db.destroy();
+  }
+
+  const by = (name: string) => results.find((r) => r.name === name) ?? { requestsPerSecond: NaN, p50: NaN };
+  const bare =
+    (by('bare Koa hello-world').requestsPerSecond + by('bare Koa hello-world (again)').requestsPerSecond) / 2;
+  const cursorRatio = by('cursor depth 90k').p50 / Math.max(by('cursor depth 0').p50, 0.001);
+  const ratios: Record<string, { value: number; target: string; met: boolean }> = {
+    'cursor depth 90k p50 / cursor depth 0 p50': {
+      value: cursorRatio,
+      target: '<= 1.5x',
+      met: cursorRatio <= 1.5,
+    },
+  };
+  for (const name of ['popular (cached)', 'product detail (cached)', 'categories (cached)'].filter((n) =>
+    results.some((r) => r.name === n),
+  )) {
+    const value = by(name).requestsPerSecond / bare;
+    ratios[`${name} req/s / bare Koa req/s`] = { value, target: '>= 0.7x', met: value >= 0.7 };
+  }
+
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const outDir = path.join(ROOT, 'bench', 'results');
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, `catalog-${stamp}.json`);
+  const report = {
+    benchmark: 'catalog',
+    at: new Date().toISOString(),
+    options: { ...o, databaseUrl: o.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      memoryGb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
+    results,
+    bareKoaRequestsPerSecond: bare,
+    ratios,
+    plans,
+  };
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(markdown(results, ratios));
+  console.log(`\nEXPLAIN (MariaDB):\n${planTable(plans)}`);
+  console.log(`\nWritten ${path.relative(ROOT, file)}`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`);
+  process.exitCode = 1;
+});

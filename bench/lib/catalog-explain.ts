@@ -1,0 +1,160 @@
+// EXPLAIN of the catalogue's list queries, built by the service's own query builders (lib/products/
+// product-list.ts), so the plans shown are the plans the endpoints get. Used by bench/catalog.ts and
+// runnable alone: `DATABASE_URL=mysql://... node --import tsx bench/lib/catalog-explain.ts`.
+import { pathToFileURL } from 'node:url';
+import type { Knex } from 'knex';
+import type { Db } from '../../lib/db';
+import { applyCursor, applyFilters, applySort, parseSort } from '../../lib/products/product-list';
+
+export interface PlanRow {
+  query: string;
+  table: string;
+  type: string;
+  key: string | null;
+  rows: number;
+  extra: string;
+}
+
+export async function explainCatalog(db: Db): Promise<PlanRow[]> {
+  const products = () => db('products').select('*');
+  const some = await db('products')
+    .where('status', 'ON_SALE')
+    .orderBy('id')
+    .first('id', 'category_id', 'seller_id', 'created_at');
+  const deep = await db('products')
+    .whereIn('status', ['ON_SALE', 'SOLD_OUT'])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .offset(90_000)
+    .first('id', 'created_at');
+  const cursor = deep ?? some;
+  const queries: Array<[string, () => { toSQL(): { sql: string; bindings: readonly unknown[] } }]> = [
+    [
+      'list default (createdAt desc)',
+      () => applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc')).limit(20),
+    ],
+    ['list count', () => applyFilters(db('products').count({ n: '*' }), null, {})],
+    ['list price asc', () => applySort(applyFilters(products(), null, {}), parseSort('price,asc')).limit(20)],
+    [
+      'list salesCount desc',
+      () => applySort(applyFilters(products(), null, {}), parseSort('salesCount,desc')).limit(20),
+    ],
+    [
+      'list status=ON_SALE price desc',
+      () =>
+        applySort(applyFilters(products(), null, { status: 'ON_SALE' }), parseSort('price,desc')).limit(20),
+    ],
+    [
+      'list categoryId',
+      () =>
+        applySort(
+          applyFilters(products(), null, { categoryId: some.category_id }),
+          parseSort('createdAt,desc'),
+        ).limit(20),
+    ],
+    [
+      'list sellerId',
+      () =>
+        applySort(
+          applyFilters(products(), null, { sellerId: some.seller_id }),
+          parseSort('createdAt,desc'),
+        ).limit(20),
+    ],
+    [
+      'list keyword',
+      () =>
+        applySort(applyFilters(products(), null, { keyword: 'lamp' }), parseSort('createdAt,desc')).limit(20),
+    ],
+    [
+      'list price range',
+      () =>
+        applySort(
+          applyFilters(products(), null, { minPrice: 10_000, maxPrice: 20_000 }),
+          parseSort('price,asc'),
+        ).limit(20),
+    ],
+    [
+      'list offset 90k',
+      () =>
+        applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc'))
+          .offset(90_000)
+          .limit(20),
+    ],
+    [
+      'cursor first page',
+      () => applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc')).limit(21),
+    ],
+    [
+      'cursor at depth 90k',
+      () =>
+        applySort(
+          applyCursor(applyFilters(products(), null, {}), {
+            createdAt: new Date(cursor.created_at),
+            id: cursor.id,
+          }),
+          parseSort('createdAt,desc'),
+        ).limit(21),
+    ],
+    [
+      'cursor + categoryId',
+      () =>
+        applySort(
+          applyCursor(applyFilters(products(), null, { categoryId: some.category_id }), {
+            createdAt: new Date(cursor.created_at),
+            id: cursor.id,
+          }),
+          parseSort('createdAt,desc'),
+        ).limit(21),
+    ],
+    [
+      'popular',
+      () =>
+        db('products')
+          .select('*')
+          .where('status', 'ON_SALE')
+          .orderBy([
+            { column: 'sales_count', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .limit(10),
+    ],
+  ];
+  const out: PlanRow[] = [];
+  for (const [name, build] of queries) {
+    const { sql, bindings } = build().toSQL();
+    const [rows] = (await db.raw(`EXPLAIN ${sql}`, bindings as readonly Knex.Value[])) as unknown as [
+      Array<Record<string, unknown>>,
+    ];
+    for (const row of rows) {
+      out.push({
+        query: name,
+        table: String(row.table),
+        type: String(row.type),
+        key: (row.key as string) ?? null,
+        rows: Number(row.rows),
+        extra: String(row.Extra ?? ''),
+      });
+    }
+  }
+  return out;
+}
+
+export function planTable(plans: PlanRow[]): string {
+  const lines = ['| query | access | index | est. rows | extra |', '|---|---|---|---|---|'];
+  for (const p of plans) lines.push(`| ${p.query} | ${p.type} | ${p.key ?? '-'} | ${p.rows} | ${p.extra} |`);
+  return lines.join('\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { loadConfig } = await import('../../lib/config');
+  const { createDb, isMysql } = await import('../../lib/db');
+  const db = createDb(loadConfig().database);
+  try {
+    if (!isMysql(db)) throw new Error('EXPLAIN plans are for MariaDB/MySQL: set DATABASE_URL');
+    console.log(planTable(await explainCatalog(db)));
+  } finally {
+    await db.destroy();
+  }
+}
