@@ -9,8 +9,6 @@ import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
-import { createCategoryService } from './categories/category-service';
-import { createProductService } from './products/product-service';
 import { createLifecycleService } from './lifecycle/lifecycle-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
@@ -32,8 +30,6 @@ export function createServices(deps: Deps) {
   const events = createEventBus();
   const tokens = createTokenService(deps.config.jwt);
   const health = createHealthService(deps);
-  const categories = createCategoryService(deps);
-  const products = createProductService({ ...deps, events, categories });
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
@@ -49,8 +45,6 @@ export function createServices(deps: Deps) {
     events,
     tokens,
     health,
-    categories,
-    products,
     lifecycle,
     categories,
     products,

@@ -3,8 +3,6 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
-import { categoryRoutes } from './categories';
-import { productRoutes } from './products';
 import { docsPageRoutes, openApiRoutes } from './docs';
 import { categoryRoutes } from './categories';
 import { productRoutes } from './products';
