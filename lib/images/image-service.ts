@@ -15,7 +15,7 @@ import type { EventBus } from '../events';
 import type { Logger } from '../logger';
 import { Product, ProductImage } from '../products/product-model';
 import { allowedExtension, contentTypeOf, EXTENSION_FORMATS, sniffFile, STORED_NAME } from './image-files';
-import { MAX_IMAGES_PER_PRODUCT, type IncomingFile } from './image-upload';
+import { MAX_IMAGES_PER_PRODUCT, uploadTmpRoot, type IncomingFile } from './image-upload';
 import { createKeyedMutex } from './keyed-mutex';
 
 export interface ImageJson {
@@ -116,6 +116,25 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
     /** Where uploads live; the multipart parser streams into a temporary directory below it. */
     uploadDir: config.uploadDir,
     listImages,
+
+    /**
+     * Removes temporary upload directories older than `maxAgeMs`: what a crashed process left behind. Younger
+     * ones may belong to uploads in flight in another process sharing UPLOAD_DIR, so they stay.
+     */
+    async sweepStaleUploads(maxAgeMs = 60 * 60 * 1000): Promise<number> {
+      const tmpRoot = uploadTmpRoot(config.uploadDir);
+      const entries = await fs.readdir(tmpRoot).catch(() => [] as string[]);
+      let removed = 0;
+      for (const entry of entries) {
+        const entryPath = path.join(tmpRoot, entry);
+        const stat = await fs.stat(entryPath).catch(() => null);
+        if (!stat || Date.now() - stat.mtimeMs < maxAgeMs) continue;
+        await fs.rm(entryPath, { recursive: true, force: true });
+        removed += 1;
+      }
+      if (removed > 0) log.info(`Removed ${removed} stale temporary upload(s)`);
+      return removed;
+    },
 
     /** Cheap early check (before the body is parsed), so a stranger's upload is refused before it is streamed. */
     async checkCanUpload(productId: number, seller: AuthMember): Promise<void> {

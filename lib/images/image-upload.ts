@@ -68,12 +68,15 @@ function toAppError(err: unknown): unknown {
   return new ValidationError(`Invalid multipart body: ${e?.message ?? 'unreadable'}`);
 }
 
+/** Where requests stream their files before the service accepts them (one directory per request). */
+export const uploadTmpRoot = (uploadDir: string) => path.join(uploadDir, 'tmp');
+
 /**
  * Route `before` middleware: parses the `images` field to disk, exposes the files to the handler through
  * `incomingFiles(ctx)`, and removes the temporary directory after the handler has run.
  */
 export function createImageUploadParser(uploadDir: string): Middleware {
-  const tmpRoot = path.join(uploadDir, 'tmp');
+  const tmpRoot = uploadTmpRoot(uploadDir);
   const tmpDirs = new WeakMap<IncomingMessage, string>();
   const upload = multer({
     storage: multer.diskStorage({
