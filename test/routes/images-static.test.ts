@@ -59,6 +59,15 @@ test('a stored image is served with its type, length, nosniff and a long cache l
   t.true(Buffer.from(await res.arrayBuffer()).equals(png));
 });
 
+test('HEAD gives the headers without the bytes', async (t) => {
+  const res = await fetch(app.url + imageUrl, { method: 'HEAD' });
+  t.is(res.status, 200);
+  t.is(res.headers.get('content-type'), 'image/png');
+  t.is(res.headers.get('content-length'), String(png.length));
+  t.is(res.headers.get('x-content-type-options'), 'nosniff');
+  t.is((await res.arrayBuffer()).byteLength, 0);
+});
+
 test('an unknown <uuid>.<ext> is 404 in the error shape', async (t) => {
   const res = await app.request('GET', `/uploads/products/${productId}/${crypto.randomUUID()}.png`);
   t.is(res.status, 404);

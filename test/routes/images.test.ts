@@ -314,6 +314,22 @@ test.serial('a buyer is 403, another seller is 403, and nothing is stored', asyn
 });
 
 test.serial(
+  'a stranger is refused before the body is streamed: a 10 MB + 1 byte file from another seller is 403, not 413',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const res = await upload(app, productId, otherSeller.token, [
+      { name: 'huge.png', data: imageBytes('png', 10 * 1024 * 1024 + 1) },
+    ]);
+    t.is(res.status, 403);
+    t.is(res.body.code, 'FORBIDDEN');
+    await assertNothingStored(t, productId);
+    // The connection and the service are fine afterwards.
+    const ok = await upload(app, productId, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
+    t.is(ok.status, 201);
+  },
+);
+
+test.serial(
   'an unknown or deleted product is 404, a bad id is 400; the owner may add images to a draft',
   async (t) => {
     const unknown = await upload(app, 99_999_999, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
