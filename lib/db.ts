@@ -81,10 +81,17 @@ export function affectedRows(result: unknown): number {
 interface DbError {
   code?: string;
   errno?: number;
+  nativeError?: DbError;
+}
+
+/** The driver's error, also when Objection wrapped it (UniqueViolationError etc. keep it as nativeError). */
+function driverError(err: unknown): DbError {
+  const e = err as DbError;
+  return e?.nativeError ?? e;
 }
 
 export function isUniqueViolation(err: unknown): boolean {
-  const e = err as DbError;
+  const e = driverError(err);
   return (
     e?.code === 'ER_DUP_ENTRY' ||
     e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
@@ -93,12 +100,12 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 export function isForeignKeyViolation(err: unknown): boolean {
-  const e = err as DbError;
+  const e = driverError(err);
   return e?.code === 'ER_NO_REFERENCED_ROW_2' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 export function isDeadlock(err: unknown): boolean {
-  const e = err as DbError;
+  const e = driverError(err);
   return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
 }
 

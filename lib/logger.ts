@@ -31,12 +31,43 @@ const BUNYAN_FIELDS = new Set([
   'requestId',
 ]);
 
+interface ErrorLike extends Error {
+  code?: unknown;
+  sqlMessage?: string;
+  nativeError?: ErrorLike;
+  sql?: string;
+}
+
+/**
+ * An error as a log record field. Database errors (knex prefixes the SQL with its bound values, which may
+ * be a password hash or a token hash) keep only their code and the driver's own message.
+ */
+export function serializeError(value: unknown): unknown {
+  if (!(value instanceof Error)) return value;
+  const err = value as ErrorLike;
+  const native = err.nativeError ?? err;
+  const code =
+    typeof err.code === 'string' ? err.code : typeof native.code === 'string' ? native.code : undefined;
+  let message = err.message;
+  const fromDb = Boolean(
+    err.nativeError || err.sql || native.sqlMessage || (code && /^(ER_|SQLITE_)/.test(code)),
+  );
+  if (fromDb) {
+    const driverMessage =
+      native.sqlMessage ?? native.message.slice(native.message.lastIndexOf(' - ') + 1).trim();
+    message = `${code ?? 'DB_ERROR'}: ${driverMessage.replace(/^- /, '')}`;
+  }
+  const frames = (err.stack ?? '')
+    .split('\n')
+    .filter((line) => line.trimStart().startsWith('at '))
+    .join('\n');
+  return { name: err.name, code, message, stack: `${err.name}: ${message}\n${frames}` };
+}
+
 /** Replaces values of secret-looking keys, recursively; leaves everything else as it is. */
 export function scrub(value: unknown, depth = 0): unknown {
   if (depth > 6 || value === null || typeof value !== 'object') return value;
-  if (value instanceof Error) {
-    return { name: value.name, message: value.message, stack: value.stack };
-  }
+  if (value instanceof Error) return serializeError(value);
   if (Array.isArray(value)) return value.map((item) => scrub(item, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
@@ -99,6 +130,6 @@ export function createLogger(options: LoggerOptions): Logger {
         stream: new ScrubbingStream(options.format, options.out ?? process.stdout),
       },
     ],
-    serializers: { err: bunyan.stdSerializers.err },
+    serializers: { err: serializeError },
   });
 }

@@ -9,7 +9,7 @@ import { Member } from '../members/member-model';
 import { toMemberJson, type MemberJson } from '../members/member-json';
 import type { LoginInput, SignupInput } from './auth-schemas';
 import type { LoginThrottle } from './login-throttle';
-import { hashPassword, PASSWORD_MAX_BYTES, verifyPassword, withoutSql } from './passwords';
+import { hashPassword, PASSWORD_MAX_BYTES, verifyPassword } from './passwords';
 import type { RefreshTokenStore } from './refresh-token-store';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
 
@@ -87,7 +87,7 @@ export function createAuthService(deps: AuthDeps) {
         });
       } catch (err) {
         if (isUniqueViolation(err)) throw emailTaken();
-        throw withoutSql(err, 'Inserting a member');
+        throw err;
       }
       const member = await Member.query(db).findById(id);
       if (!member) throw new Error(`Member ${id} vanished right after its insert`);

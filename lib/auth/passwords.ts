@@ -21,13 +21,3 @@ export async function hashPassword(password: string, cost: number): Promise<stri
 export function verifyPassword(password: string, hash: string): Promise<boolean> {
   return bcrypt.compare(password, hash);
 }
-
-/**
- * A database error without its SQL text. Drivers and knex quote the failed statement with its values in
- * the message, so an unexpected failure of a statement that carries a password hash would otherwise put
- * the hash into the error log. Only the driver's error code is kept.
- */
-export function withoutSql(err: unknown, what: string): Error {
-  const code = (err as { code?: unknown })?.code;
-  return new Error(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}`);
-}

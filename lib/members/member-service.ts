@@ -4,7 +4,7 @@ import type { Db } from '../db';
 import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
-import { hashPassword, verifyPassword, withoutSql } from '../auth/passwords';
+import { hashPassword, verifyPassword } from '../auth/passwords';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
 import { fetchPage, likeContains, pageEnvelope, type Page } from '../http/pagination';
 import { Member } from './member-model';
@@ -86,14 +86,10 @@ export function createMemberService(deps: MemberDeps) {
       patch.updatedAt = new Date();
 
       let revoked = 0;
-      try {
-        await db.transaction(async (trx) => {
-          await Member.query(trx).patch(patch).where('id', member.id);
-          if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
-        });
-      } catch (err) {
-        throw patch.passwordHash ? withoutSql(err, 'Updating a member') : err;
-      }
+      await db.transaction(async (trx) => {
+        await Member.query(trx).patch(patch).where('id', member.id);
+        if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
+      });
       if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
       return toMemberJson(await load(auth));

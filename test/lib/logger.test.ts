@@ -82,3 +82,45 @@ test('the level filters lines', (t) => {
   t.is(out.lines.length, 1);
   t.regex(out.lines[0], /\[ERROR\] \[-\] \[App\] loud$/);
 });
+
+test('database errors are logged with their code and driver message, never the SQL or its bound values', async (t) => {
+  const { createTestDatabase, testConfig } = await import('../helpers/harness');
+  const { createDb, isUniqueViolation } = await import('../../lib/db');
+  const { Model } = await import('objection');
+  const database = await createTestDatabase();
+  const db = createDb(testConfig(database.env).database);
+  try {
+    await db.migrate.latest();
+    const at = new Date();
+    const row = {
+      email: 'e@x.test',
+      password_hash: '$2b$04$SECRETHASHVALUE',
+      name: 'n',
+      phone: 'p',
+      role: 'BUYER',
+      created_at: at,
+      updated_at: at,
+    };
+    await db('members').insert(row);
+    const knexErr = await db('members')
+      .insert(row)
+      .catch((err: unknown) => err);
+    class Members extends Model {
+      static tableName = 'members';
+    }
+    const objectionErr = await Members.query(db)
+      .insert(row)
+      .catch((err: unknown) => err);
+    for (const err of [knexErr, objectionErr]) {
+      t.true(isUniqueViolation(err), 'recognised whether or not Objection wrapped it');
+      const out = new LogCollector();
+      createLogger({ level: 'info', format: 'json', out }).error({ err }, 'insert failed');
+      t.false(out.text.includes('SECRETHASHVALUE'), out.text);
+      t.false(/insert into/i.test(out.text), out.text);
+      t.regex(JSON.parse(out.lines[0]).err.message, /^(ER_DUP_ENTRY|SQLITE_CONSTRAINT_UNIQUE): /);
+    }
+  } finally {
+    await db.destroy();
+    await database.drop();
+  }
+});
