@@ -1,0 +1,89 @@
+// The demo catalogue (scripts/seed-demo.ts) on the database under test: the rows it writes are valid
+// products the API serves, with createdAt ties, and the cursor list walks them without gap or repeat.
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { seedDemo } from '../../seeds/01_demo';
+import { progressBar, seedCatalog } from '../../scripts/seed-demo';
+
+let app: TestApp;
+const progress: Array<[number, number]> = [];
+test.before(async () => {
+  app = await startTestApp();
+  await seedDemo(app.db, app.config);
+  await seedCatalog(app.db, {
+    products: 1234,
+    sellers: 3,
+    batch: 1000,
+    seed: 7,
+    sellerPassword: 'Seller-pass-1',
+    bcryptCost: 4,
+    onProgress: (done, total) => progress.push([done, total]),
+  });
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+test('inserts exactly the asked number in batches, reporting progress up to the total', async (t) => {
+  const rows = await app.db('products').where('name', 'not like', 'Demo %').count({ n: '*' }).first();
+  t.is(Number(rows?.n), 1234);
+  t.deepEqual(progress[progress.length - 1], [1234, 1234]);
+  t.true(progress.length >= 2, 'more than one INSERT');
+  t.true(progress.every(([done], i) => i === 0 || done > progress[i - 1][0]));
+  t.is(
+    Number((await app.db('members').where('email', 'like', 'demo-seller-%').count({ n: '*' }).first())?.n),
+    3,
+  );
+});
+
+test('realistic rows: every status, SOLD_OUT has no stock, prices with 2 decimals, createdAt ties', async (t) => {
+  const rows = await app
+    .db('products')
+    .where('name', 'not like', 'Demo %')
+    .select('status', 'stock_quantity', 'price', 'created_at');
+  const statuses = new Set(rows.map((r) => r.status));
+  t.deepEqual([...statuses].sort(), ['DELETED', 'DRAFT', 'ON_SALE', 'SOLD_OUT']);
+  t.true(rows.filter((r) => r.status === 'SOLD_OUT').every((r) => Number(r.stock_quantity) === 0));
+  t.true(rows.filter((r) => r.status === 'ON_SALE').every((r) => Number(r.stock_quantity) > 0));
+  t.true(rows.every((r) => /^\d+(\.\d{1,2})?$/.test(String(r.price)) && Number(r.price) > 0));
+  const stamps = rows.map((r) => new Date(r.created_at).getTime());
+  t.true(new Set(stamps).size < stamps.length, 'some products share a createdAt');
+});
+
+test('the API serves the demo catalogue: cursor walk equals the offset list, no gap, no repeat', async (t) => {
+  const viaCursor: number[] = [];
+  let cursor: string | null = null;
+  do {
+    const res: { status: number; body: { content: Array<{ id: number }>; nextCursor: string | null } } =
+      await app.request('GET', `/api/v1/products/cursor?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    t.is(res.status, 200);
+    viaCursor.push(...res.body.content.map((p) => p.id));
+    cursor = res.body.nextCursor;
+  } while (cursor);
+  const viaPages: number[] = [];
+  for (let page = 0; ; page++) {
+    const res = await app.request('GET', `/api/v1/products?size=100&page=${page}`);
+    viaPages.push(...res.body.content.map((p: { id: number }) => p.id));
+    if (!res.body.hasNext) break;
+  }
+  t.deepEqual(viaCursor, viaPages);
+  t.is(new Set(viaCursor).size, viaCursor.length);
+  const visible = await app
+    .db('products')
+    .whereIn('status', ['ON_SALE', 'SOLD_OUT'])
+    .count({ n: '*' })
+    .first();
+  t.is(viaCursor.length, Number(visible?.n));
+});
+
+test('the progress bar prints one line per 10% when stderr is not a terminal', (t) => {
+  const out: string[] = [];
+  const bar = progressBar('rows', {
+    isTTY: false,
+    write: (s: string) => out.push(s),
+  } as unknown as NodeJS.WriteStream);
+  for (let done = 100; done <= 1000; done += 100) bar(done, 1000);
+  t.is(out.length, 10);
+  t.regex(out[9], /^rows \[#{30}\] 100% {2}1000\/1000 {2}\d+ rows\/s\n$/);
+  t.regex(out[4], /^rows \[#{15}\.{15}\] {2}50% {2}500\/1000/);
+});
