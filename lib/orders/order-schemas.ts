@@ -15,7 +15,7 @@ const text = (max: number, allowEmpty = false) =>
     .string()
     .strict()
     .typeError('${path} must be a string')
-    .required('${path} is required')
+    .defined('${path} is required')
     .max(max, `\${path} must be at most ${max} characters`)
     .test('not-blank', '${path} must not be blank', (value) => allowEmpty || (value ?? '').trim().length > 0);
 

@@ -162,6 +162,25 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
       );
     }
     t.deepEqual(await productRow(app, p), { stock: 10, status: 'ON_SALE', salesCount: 0 });
+    // addressDetail may be empty (the only optional part of an address), but must be present
+    const noDetail = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: {
+        ...orderBody([{ productId: p, quantity: 1 }]),
+        shippingAddress: { ...address, addressDetail: '' },
+      },
+    });
+    t.is(noDetail.status, 201);
+    t.is(noDetail.body.orders[0].shippingAddress.addressDetail, '');
+    const { addressDetail: _omitted, ...withoutDetail } = address;
+    const missing = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: { ...orderBody([{ productId: p, quantity: 1 }]), shippingAddress: withoutDetail },
+    });
+    t.is(missing.status, 400);
+    t.deepEqual(missing.body.errors, [
+      { field: 'shippingAddress.addressDetail', message: 'shippingAddress.addressDetail is required' },
+    ]);
   });
 
   test('only buyers order: seller 403, no token 401', async (t) => {

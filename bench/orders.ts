@@ -1,0 +1,442 @@
+// `npm run bench:orders`: order throughput of the two inventory modes on MariaDB with its default
+// (durable) settings. One run measures both modes alternately (actor, transactional, actor, ...) under
+//   hot:    C concurrent buyers ordering one unit of ONE product,
+//   spread: the same over 1,000 products,
+//   cart:   3 distinct products (of the 1,000) per order,
+// and reports orders/s, p50/p99 latency, errors and an oversell check (initial stock = stock + ordered
+// units, stock never negative) after each run. The server is the real one (`lib/server.ts`) in its own
+// process with a fresh database per run; this process only drives HTTP load over keep-alive sockets.
+//
+// Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_CONCURRENCY [64],
+// BENCH_DURATION_MS [10000], BENCH_WARMUP_MS [2000], BENCH_ROUNDS [2], BENCH_SCENARIOS [hot,spread,cart],
+// BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20].
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import knexFactory, { type Knex } from 'knex';
+import { createTokenService } from '../lib/auth/tokens';
+import { loadConfig } from '../lib/config';
+import { knexConfig } from '../lib/db';
+
+type Mode = 'actor' | 'transactional';
+type Scenario = 'hot' | 'spread' | 'cart';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const env = process.env;
+const MYSQL = (env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
+const CONCURRENCY = Number(env.BENCH_CONCURRENCY ?? 64);
+const DURATION_MS = Number(env.BENCH_DURATION_MS ?? 10_000);
+const WARMUP_MS = Number(env.BENCH_WARMUP_MS ?? 2_000);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,cart').split(',') as Scenario[];
+const MODES = (env.BENCH_MODES ?? 'actor,transactional').split(',') as Mode[];
+const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
+const SPREAD_PRODUCTS = 1000;
+const BIG_STOCK = 100_000_000;
+
+interface RunResult {
+  round: number;
+  mode: Mode;
+  scenario: Scenario;
+  ordersPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  errors: number;
+  errorSamples: string[];
+  oversell: boolean;
+  conserved: boolean;
+}
+
+const address = {
+  zipCode: '00000',
+  address: 'Bench road 1',
+  addressDetail: '',
+  receiverName: 'Bench',
+  receiverPhone: '000',
+};
+
+async function withAdmin<T>(fn: (admin: Knex) => Promise<T>): Promise<T> {
+  const admin = knexFactory({ client: 'mysql2', connection: MYSQL });
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+function startServer(databaseUrl: string, mode: Mode): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+    cwd: root,
+    env: {
+      ...env,
+      NODE_ENV: 'development',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      DB_POOL_MAX: POOL_MAX,
+      SEED_ON_START: 'false',
+      // Only warnings: the per-request access line would otherwise be measured as well.
+      LOG_LEVEL: 'warn',
+      INVENTORY_MODE: mode,
+      BCRYPT_COST: '10',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.length > 100_000) output = output.slice(-50_000);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)));
+    // LOG_LEVEL=warn hides "Listening on": poll the readiness endpoint of the port the process opened.
+    const started = Date.now();
+    const poll = async () => {
+      const port = await findPort(child.pid!);
+      if (port) {
+        const ok = await get(`http://127.0.0.1:${port}/health/ready`).catch(() => 0);
+        if (ok === 200) return resolve({ child, port });
+      }
+      if (Date.now() - started > 60_000) return reject(new Error(`server did not start: ${output}`));
+      setTimeout(poll, 200);
+    };
+    void poll();
+  });
+}
+
+/** The TCP port a process listens on (Linux /proc), so the server can run on port 0. */
+async function findPort(pid: number): Promise<number | null> {
+  try {
+    const inodes = new Set<string>();
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      const link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      const match = /^socket:\[(\d+)\]$/.exec(link);
+      if (match) inodes.add(match[1]);
+    }
+    for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === '0A' && inodes.has(cols[9])) return parseInt(cols[1].split(':')[1], 16);
+    }
+  } catch {
+    // not started yet
+  }
+  return null;
+}
+
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', reject);
+  });
+}
+
+function post(
+  agent: http.Agent,
+  port: number,
+  token: string,
+  body: string,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/v1/orders',
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+interface Fixture {
+  tokens: string[];
+  hot: number;
+  spread: number[];
+  initial: Map<number, number>;
+}
+
+async function seed(db: Knex): Promise<Fixture> {
+  const config = loadConfig({ NODE_ENV: 'development' });
+  const tokens = createTokenService(config.jwt);
+  const now = new Date();
+  const stamp = crypto.randomBytes(3).toString('hex');
+  await db('members').insert({
+    email: `bench-seller-${stamp}@bench.test`,
+    password_hash: 'x',
+    name: 'Bench seller',
+    phone: '0',
+    role: 'SELLER',
+    business_number: '1',
+    created_at: now,
+    updated_at: now,
+  });
+  const seller = await db('members').where('email', `bench-seller-${stamp}@bench.test`).first('id');
+  const buyerRows = Array.from({ length: CONCURRENCY }, (_, i) => ({
+    email: `bench-buyer-${stamp}-${i}@bench.test`,
+    password_hash: 'x',
+    name: 'Bench buyer',
+    phone: '0',
+    role: 'BUYER',
+    business_number: null,
+    created_at: now,
+    updated_at: now,
+  }));
+  await db('members').insert(buyerRows);
+  const buyerIds = (await db('members').where('role', 'BUYER').orderBy('id').select('id')).map(
+    (row: { id: number }) => row.id,
+  );
+  await db('categories').insert({
+    name: 'Bench',
+    name_key: 'bench',
+    parent_key: 0,
+    parent_id: null,
+    display_order: 0,
+    created_at: now,
+  });
+  const category = await db('categories').where('name_key', 'bench').first('id');
+  const product = (i: number) => ({
+    seller_id: seller.id,
+    category_id: category.id,
+    name: `Bench product ${i}`,
+    description: null,
+    price: '9.99',
+    stock_quantity: BIG_STOCK,
+    status: 'ON_SALE',
+    sales_count: 0,
+    created_at: now,
+    updated_at: now,
+  });
+  await db('products').insert(product(0));
+  for (let i = 1; i <= SPREAD_PRODUCTS; i += 500) {
+    await db('products').insert(
+      Array.from({ length: Math.min(500, SPREAD_PRODUCTS + 1 - i) }, (_, k) => product(i + k)),
+    );
+  }
+  const ids = (await db('products').orderBy('id').select('id')).map((row: { id: number }) => row.id);
+  return {
+    tokens: buyerIds.map((id: number) => tokens.signAccessToken({ id, role: 'BUYER' })),
+    hot: ids[0],
+    spread: ids.slice(1),
+    initial: new Map(ids.map((id: number) => [id, BIG_STOCK])),
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function load(port: number, fixture: Fixture, scenario: Scenario) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const latencies: number[] = [];
+  let errors = 0;
+  const errorSamples: string[] = [];
+  let measuring = false;
+  let stop = false;
+  const pick = () => fixture.spread[Math.floor(Math.random() * fixture.spread.length)];
+  const items = (): Array<{ productId: number; quantity: number }> => {
+    if (scenario === 'hot') return [{ productId: fixture.hot, quantity: 1 }];
+    if (scenario === 'spread') return [{ productId: pick(), quantity: 1 }];
+    const set = new Set<number>();
+    while (set.size < 3) set.add(pick());
+    return [...set].map((productId) => ({ productId, quantity: 1 }));
+  };
+  const worker = async (n: number) => {
+    while (!stop) {
+      const body = JSON.stringify({ orderItems: items(), shippingAddress: address });
+      const started = performance.now();
+      let ok = false;
+      let sample = '';
+      try {
+        const res = await post(agent, port, fixture.tokens[n], body);
+        ok = res.status === 201;
+        if (!ok) sample = `${res.status} ${res.text.slice(0, 200)}`;
+      } catch (err) {
+        sample = (err as Error).message;
+      }
+      if (!measuring) continue;
+      if (ok) latencies.push(performance.now() - started);
+      else {
+        errors++;
+        if (errorSamples.length < 5) errorSamples.push(sample);
+      }
+    }
+  };
+  const workers = Array.from({ length: CONCURRENCY }, (_, n) => worker(n));
+  await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
+  measuring = true;
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
+  measuring = false;
+  const elapsed = (performance.now() - started) / 1000;
+  stop = true;
+  await Promise.all(workers);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  return {
+    ordersPerSecond: Math.round(latencies.length / elapsed),
+    p50Ms: Number(percentile(latencies, 50).toFixed(1)),
+    p99Ms: Number(percentile(latencies, 99).toFixed(1)),
+    requests: latencies.length + errors,
+    errors,
+    errorSamples,
+  };
+}
+
+async function checkStock(db: Knex, fixture: Fixture): Promise<{ oversell: boolean; conserved: boolean }> {
+  const sold = new Map(
+    (
+      (await db('order_items').groupBy('product_id').select('product_id').sum({ n: 'quantity' })) as Array<{
+        product_id: number;
+        n: string | number;
+      }>
+    ).map((row) => [row.product_id, Number(row.n)]),
+  );
+  const rows = (await db('products').select('id', 'stock_quantity', 'sales_count')) as Array<{
+    id: number;
+    stock_quantity: number;
+    sales_count: number;
+  }>;
+  let oversell = false;
+  let conserved = true;
+  for (const row of rows) {
+    const units = sold.get(row.id) ?? 0;
+    if (row.stock_quantity < 0) oversell = true;
+    if (row.stock_quantity + units !== fixture.initial.get(row.id) || row.sales_count !== units)
+      conserved = false;
+  }
+  return { oversell, conserved };
+}
+
+async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
+  const name = `mkt_bench_${process.pid}_${round}_${mode}`;
+  await withAdmin((admin) =>
+    admin.raw(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`),
+  );
+  const url = `${MYSQL}/${name}`;
+  const { child, port } = await startServer(url, mode);
+  const db = knexFactory(knexConfig({ client: 'mysql', url, poolMax: 4 }));
+  const results: RunResult[] = [];
+  try {
+    const fixture = await seed(db);
+    for (const scenario of SCENARIOS) {
+      process.stdout.write(`round ${round} ${mode} ${scenario} ... `);
+      const measured = await load(port, fixture, scenario);
+      const stock = await checkStock(db, fixture);
+      results.push({ round, mode, scenario, ...measured, ...stock });
+      process.stdout.write(
+        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
+      );
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await db.destroy();
+    await withAdmin((admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
+  }
+  return results;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+function table(results: RunResult[]): string {
+  const lines = [
+    `| scenario | mode | orders/s (median) | p50 ms | p99 ms | errors | oversell | runs |`,
+    `|---|---|---|---|---|---|---|---|`,
+  ];
+  const ratios: string[] = [];
+  for (const scenario of SCENARIOS) {
+    const medians: Partial<Record<Mode, { rps: number; p99: number }>> = {};
+    for (const mode of MODES) {
+      const runs = results.filter((r) => r.scenario === scenario && r.mode === mode);
+      if (runs.length === 0) continue;
+      const rps = median(runs.map((r) => r.ordersPerSecond));
+      const p99 = median(runs.map((r) => r.p99Ms));
+      medians[mode] = { rps, p99 };
+      lines.push(
+        `| ${scenario} | ${mode} | ${Math.round(rps)} | ${median(runs.map((r) => r.p50Ms))} | ${p99} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${
+          runs.some((r) => r.oversell || !r.conserved) ? '**YES**' : 'none'
+        } | ${runs.length} |`,
+      );
+    }
+    if (medians.actor && medians.transactional && medians.transactional.rps > 0) {
+      const target =
+        scenario === 'hot' ? ' (target >= 10x, lower p99)' : scenario === 'spread' ? ' (target >= 2x)' : '';
+      ratios.push(
+        `- ${scenario}: actor / transactional = **${(medians.actor.rps / medians.transactional.rps).toFixed(1)}x** orders/s, p99 ${medians.actor.p99} vs ${medians.transactional.p99} ms${target}`,
+      );
+    }
+  }
+  return [...lines, '', ...ratios].join('\n');
+}
+
+async function main(): Promise<void> {
+  console.log(
+    `bench:orders — ${CONCURRENCY} concurrent buyers, ${DURATION_MS} ms measured after ${WARMUP_MS} ms warm-up, ${ROUNDS} round(s), modes ${MODES.join(
+      '/',
+    )}, scenarios ${SCENARIOS.join('/')}; ${os.cpus().length} CPUs, Node ${process.version}`,
+  );
+  const results: RunResult[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const mode of MODES) results.push(...(await runOne(round, mode)));
+  }
+  const markdown = table(results);
+  const dir = path.join(root, 'bench', 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `orders-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        when: new Date().toISOString(),
+        settings: {
+          concurrency: CONCURRENCY,
+          durationMs: DURATION_MS,
+          warmupMs: WARMUP_MS,
+          rounds: ROUNDS,
+          dbPoolMax: Number(POOL_MAX),
+        },
+        machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+        results,
+        markdown,
+      },
+      null,
+      2,
+    ),
+  );
+  console.log(`\n${markdown}\n\nresults: ${path.relative(root, file)}`);
+  if (results.some((r) => r.oversell || !r.conserved)) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
