@@ -5,6 +5,14 @@ import { lifecycleDot, renderSvg } from './lifecycle-diagram';
 import { lifecycleModel } from './lifecycle-model';
 import { lifecyclePageHtml } from './lifecycle-page';
 
+/** What an order's diagram needs: the order JSON of the orders service has these fields. */
+export interface OrderLifecycleSource {
+  orderNumber: string;
+  status: string;
+  /** Oldest first; the first entry is the creation (`from: null`, `to: 'PENDING'`). */
+  statusHistory: Array<{ from: string | null; to: string }>;
+}
+
 export function createLifecycleService(machine?: AnyStateMachine) {
   const model = lifecycleModel(machine);
   let page: Promise<string> | null = null;
@@ -20,6 +28,18 @@ export function createLifecycleService(machine?: AnyStateMachine) {
           throw err;
         });
       return page;
+    },
+
+    /** SVG of one order's lifecycle: its current status and the transitions it took, highlighted. */
+    orderDiagram(order: OrderLifecycleSource): Promise<string> {
+      const steps = order.statusHistory.map((change) => ({ from: change.from, to: change.to }));
+      return renderSvg(
+        lifecycleDot(model, {
+          current: order.status,
+          steps,
+          title: `Order ${order.orderNumber}: ${order.status}`,
+        }),
+      );
     },
   };
 }

@@ -70,6 +70,8 @@ function errorResponse(description: string): OpenApiResponse {
 }
 
 function authText(def: RouteDef): string {
+  if (def.auth === 'public' && def.ignoreBearer)
+    return 'Public: no token needed (an Authorization header is ignored).';
   if (def.auth === 'public') return 'Public: no token needed (a token, if sent, must be valid).';
   if (def.auth === 'any') return 'Requires a Bearer access token (any role).';
   return `Requires a Bearer access token with the role ${def.auth.join(' or ')}.`;
@@ -83,8 +85,9 @@ function responsesOf(def: RouteDef): Record<string, OpenApiResponse> {
     out[String(status)] ??= errorResponse(description);
   };
   if (def.params || def.query || def.body) add(400, 'Invalid request (VALIDATION_ERROR)');
-  if (def.auth === 'public') add(401, 'The token sent is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
-  else add(401, 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED)');
+  if (def.auth === 'public') {
+    if (!def.ignoreBearer) add(401, 'The token sent is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
+  } else add(401, 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED)');
   if (Array.isArray(def.auth)) add(403, `The caller's role is not ${def.auth.join(' or ')} (FORBIDDEN)`);
   if (def.body && !def.requestContentType) {
     add(413, 'JSON body over 1 MB (PAYLOAD_TOO_LARGE)');
@@ -142,14 +145,20 @@ function requestBodyOf(def: RouteDef): OpenApiOperation['requestBody'] {
   };
 }
 
+function securityOf(def: RouteDef): OpenApiOperation['security'] {
+  if (def.auth !== 'public') return [{ [SECURITY_SCHEME]: [] }];
+  // Public routes accept an optional token (e.g. a seller sees its own drafts): `{}` marks "no auth" as allowed.
+  // Routes that ignore the Authorization header (login, refresh) take none.
+  return def.ignoreBearer ? [] : [{}, { [SECURITY_SCHEME]: [] }];
+}
+
 function operationOf(def: RouteDef, concretePath: string, openApiPath: string): OpenApiOperation {
   const op: OpenApiOperation = {
     operationId: operationId(def.method, openApiPath),
     summary: def.summary,
     description: authText(def),
     tags: def.tags,
-    // public routes accept an optional token (e.g. a seller sees its own drafts): `{}` marks "no auth" as allowed.
-    security: def.auth === 'public' ? [{}, { [SECURITY_SCHEME]: [] }] : [{ [SECURITY_SCHEME]: [] }],
+    security: securityOf(def),
     responses: responsesOf(def),
     'x-auth': def.auth,
   };

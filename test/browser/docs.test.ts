@@ -52,7 +52,8 @@ test('/docs loads Swagger UI from this server only and lists every endpoint of t
       .locator('.opblock .opblock-summary-path')
       .evaluateAll((elements) => elements.map((e) => e.getAttribute('data-path')));
     const listed = methods.map((m, i) => `${m.trim().toUpperCase()} ${paths[i]}`);
-    t.deepEqual([...listed].sort(), [...expected].sort());
+    // An operation with several tags is listed under each of them: compare the distinct operations.
+    t.deepEqual([...new Set(listed)].sort(), [...expected].sort());
     t.is(
       await page
         .locator('.info .title')

@@ -6,7 +6,7 @@ import { buildOpenApiDocument, type OpenApiDocument } from '../../lib/openapi/op
 import { expandOptionalGroups, toOpenApiPath } from '../../lib/openapi/openapi-paths';
 import { checkJsonSchema } from '../../lib/openapi/json-schema-check';
 import { yupToJsonSchema } from '../../lib/openapi/yup-json-schema';
-import { mountRoutes, type JsonSchema } from '../../lib/http/route';
+import { mountRoutes, type JsonSchema, type RouteDef } from '../../lib/http/route';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
@@ -95,23 +95,29 @@ test('auth is reflected on every operation: bearer security, 401, and 403 for ro
       description: 'The accessToken from POST /api/v1/auth/login or /api/v1/auth/refresh',
     },
   });
-  const tableAuth = new Map<string, unknown>();
+  const tableAuth = new Map<string, RouteDef>();
   for (const group of app.bundle.routes) {
     for (const def of group.routes) {
-      for (const p of expandOptionalGroups(group.prefix + def.path)) tableAuth.set(`${def.method} ${toOpenApiPath(p)}`, def.auth);
+      for (const p of expandOptionalGroups(group.prefix + def.path)) tableAuth.set(`${def.method} ${toOpenApiPath(p)}`, def);
     }
   }
+  let ignoring = 0;
   let restricted = 0;
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       const where = `${method} ${path}`;
-      const auth = tableAuth.get(where);
+      const def = tableAuth.get(where)!;
+      const auth = def.auth;
       t.deepEqual(op['x-auth'], auth, where);
-      t.truthy(op.responses['401'], `${where} documents 401`);
       t.truthy(op.responses['500'], `${where} documents 500`);
-      if (auth === 'public') {
+      if (def.ignoreBearer && auth === 'public') {
+        ignoring++;
+        t.deepEqual(op.security, [], `${where} ignores the Authorization header`);
+      } else if (auth === 'public') {
+        t.truthy(op.responses['401'], `${where} documents 401`);
         t.deepEqual(op.security, [{}, { bearerAuth: [] }], where);
       } else {
+        t.truthy(op.responses['401'], `${where} documents 401`);
         t.deepEqual(op.security, [{ bearerAuth: [] }], where);
       }
       if (Array.isArray(auth)) {
@@ -122,6 +128,7 @@ test('auth is reflected on every operation: bearer security, 401, and 403 for ro
     }
   }
   t.true(restricted > 0, 'some routes are role-restricted');
+  t.true(ignoring > 0, 'the auth routes that ignore a stale token are documented without security');
 });
 
 test('error responses share the Error component, which is the error body the handler writes', async (t) => {
