@@ -59,8 +59,9 @@ export function applyFilters(
 ): Knex.QueryBuilder {
   applyVisibility(q, viewer, filters.status);
   // `%` and `_` in the keyword match themselves: escaped with `!` and an explicit ESCAPE clause (both databases).
-  // Case-insensitive through the column collation on MariaDB and LIKE's ASCII folding on SQLite.
-  if (filters.keyword) q.whereRaw(`name LIKE ? ESCAPE '!'`, [likeContains(filters.keyword)]);
+  // LOWER() on both sides makes it case-insensitive whatever the column's collation (a contains-match
+  // cannot use a B-tree index anyway). SQLite's LOWER folds ASCII only.
+  if (filters.keyword) q.whereRaw(`LOWER(name) LIKE LOWER(?) ESCAPE '!'`, [likeContains(filters.keyword)]);
   if (filters.categoryId !== undefined) q.where('category_id', filters.categoryId);
   if (filters.sellerId !== undefined) q.where('seller_id', filters.sellerId);
   if (filters.minPrice !== undefined) q.where('price', '>=', centsToDecimal(filters.minPrice));
