@@ -304,3 +304,24 @@ test('path ids: /products/abc and /products/0 are 400 (not 404/500); popular and
   t.is((await app.request('GET', '/api/v1/products/popular')).status, 200);
   t.is((await app.request('GET', '/api/v1/products/cursor')).status, 200);
 });
+
+test('public reads work without a token and with any role; a broken token is 401 INVALID_TOKEN, not ignored', async (t) => {
+  const id = await createProduct(app, seller.id, { categoryId });
+  const paths = [
+    '/api/v1/products',
+    '/api/v1/products/cursor',
+    '/api/v1/products/popular',
+    `/api/v1/products/${id}`,
+    '/api/v1/categories',
+  ];
+  for (const path of paths) {
+    for (const token of [undefined, buyer.token, seller.token, admin.token]) {
+      t.is(
+        (await app.request('GET', path, { token })).status,
+        200,
+        `${path} ${token ? 'with' : 'without'} token`,
+      );
+    }
+    assertError(t, await app.request('GET', path, { token: 'garbage' }), 401, 'INVALID_TOKEN');
+  }
+});
