@@ -27,6 +27,8 @@ test.after.always(async () => {
 /** A page that records every URL it requests, to prove nothing is loaded from elsewhere (no CDN). */
 async function openPage(path: string): Promise<{ page: Page; requested: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // Generous: the machine's two cores are shared with the rest of the suite while Swagger UI renders.
+  page.setDefaultTimeout(60_000);
   const requested: string[] = [];
   page.on('request', (req) => requested.push(req.url()));
   const res = await page.goto(app.url + path, { waitUntil: 'load' });
@@ -45,7 +47,7 @@ test('/docs loads Swagger UI from this server only and lists every endpoint of t
   try {
     const expected = documentedOperations();
     await page.waitForFunction(`document.querySelectorAll('.opblock').length >= ${expected.length}`, null, {
-      timeout: 30_000,
+      timeout: 60_000,
     });
     const methods = await page.locator('.opblock .opblock-summary-method').allInnerTexts();
     const paths = await page
@@ -85,14 +87,14 @@ test('/docs: a Bearer token entered under Authorize is sent by "Try it out" and 
     await op.locator('.try-out__btn').click();
     await op.locator('.execute').click();
     const status = op.locator('.live-responses-table tbody .response-col_status').first();
-    await status.waitFor({ timeout: 15_000 });
+    await status.waitFor({ timeout: 60_000 });
     t.is((await status.innerText()).trim(), '200');
     t.true((await op.locator('.live-responses-table .microlight').first().innerText()).includes(buyer.email));
     await page.screenshot({ path: screenshotPath('swagger-ui-try-it-out'), fullPage: false });
 
     // persistAuthorization: the token survives a reload (kept in localStorage, the lock shows it).
     await page.reload({ waitUntil: 'load' });
-    await page.locator('.auth-wrapper .authorize.locked').waitFor({ timeout: 15_000 });
+    await page.locator('.auth-wrapper .authorize.locked').waitFor({ timeout: 60_000 });
     const stored = String(await page.evaluate('localStorage.getItem("authorized")'));
     t.true(stored.includes('bearerAuth'));
     t.true(stored.includes(buyer.token));
