@@ -292,6 +292,37 @@ test.serial('no "images" field, a file in another field, or a non-multipart body
   await assertNothingStored(t, productId);
 });
 
+test.serial(
+  'a malformed multipart body (no boundary, or cut off mid-file) is 400 and leaves no file behind',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const url = `/api/v1/products/${productId}/images`;
+    const noBoundary = await app.request('POST', url, {
+      token: seller.token,
+      headers: { 'Content-Type': 'multipart/form-data' },
+      raw: 'whatever',
+    });
+    t.is(noBoundary.status, 400);
+    t.is(noBoundary.body.code, 'VALIDATION_ERROR');
+
+    const boundary = 'cut-off-boundary';
+    const truncated = Buffer.concat([
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`,
+      ),
+      imageBytes('png', 64 * 1024),
+    ]);
+    const cut = await app.request('POST', url, {
+      token: seller.token,
+      headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      raw: truncated,
+    });
+    t.is(cut.status, 400);
+    t.is(cut.body.code, 'VALIDATION_ERROR');
+    await assertNothingStored(t, productId);
+  },
+);
+
 test.serial('anonymous upload is 401 and writes nothing', async (t) => {
   const productId = await createProduct(app, seller.id);
   const res = await upload(app, productId, undefined, [{ name: 'a.png', data: imageBytes('png') }]);
