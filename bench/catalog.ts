@@ -131,10 +131,12 @@ interface Measured extends Scenario {
   errors: number;
 }
 
+const VISIBLE = ['ON_SALE', 'SOLD_OUT'];
+
 /** A cursor positioned after the first `depth` visible products (createdAt desc, id desc). */
 async function cursorAtDepth(db: Db, depth: number): Promise<string> {
   const row = await db('products')
-    .whereIn('status', ['ON_SALE', 'SOLD_OUT'])
+    .whereIn('status', VISIBLE)
     .orderBy([
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
@@ -145,11 +147,21 @@ async function cursorAtDepth(db: Db, depth: number): Promise<string> {
 }
 
 async function scenarios(db: Db): Promise<Scenario[]> {
+  const visible = Number((await db('products').whereIn('status', VISIBLE).count({ n: '*' }).first())?.n ?? 0);
   const category = await db('categories').where({ name: 'Audio' }).first('id');
-  const product = await db('products').where('status', 'ON_SALE').orderBy('id').offset(5000).first('id');
+  const product = await db('products')
+    .where('status', 'ON_SALE')
+    .orderBy('id')
+    .offset(Math.floor(visible / 2))
+    .first('id');
   const seller = await db('members').where({ email: 'demo-seller-3@marketplace.test' }).first('id');
-  const cursor10k = encodeURIComponent(await cursorAtDepth(db, 10_000));
-  const cursor90k = encodeURIComponent(await cursorAtDepth(db, 90_000));
+  // Depths beyond the catalogue (a small smoke run) are skipped rather than measured as empty pages.
+  const deep = async (depth: number) =>
+    visible > depth ? encodeURIComponent(await cursorAtDepth(db, depth)) : null;
+  const cursor10k = await deep(10_000);
+  const cursor90k = await deep(90_000);
+  if (!cursor90k)
+    process.stderr.write(`Only ${visible} visible products: depth scenarios beyond that are skipped\n`);
   const p = '/api/v1/products';
   return [
     { name: 'bare Koa hello-world', group: 'baseline', path: '/' },
@@ -164,11 +176,31 @@ async function scenarios(db: Db): Promise<Scenario[]> {
     { name: 'list sellerId', group: 'list', path: `${p}?sellerId=${seller.id}` },
     { name: 'list keyword', group: 'list', path: `${p}?keyword=lamp` },
     { name: 'offset page depth 0', group: 'offset', path: `${p}?page=0&size=20` },
-    { name: 'offset page depth 10k', group: 'offset', path: `${p}?page=500&size=20` },
-    { name: 'offset page depth 90k', group: 'offset', path: `${p}?page=4500&size=20` },
+    ...(cursor10k
+      ? [{ name: 'offset page depth 10k', group: 'offset' as const, path: `${p}?page=500&size=20` }]
+      : []),
+    ...(cursor90k
+      ? [{ name: 'offset page depth 90k', group: 'offset' as const, path: `${p}?page=4500&size=20` }]
+      : []),
     { name: 'cursor depth 0', group: 'cursor', path: `${p}/cursor?limit=20` },
-    { name: 'cursor depth 10k', group: 'cursor', path: `${p}/cursor?limit=20&cursor=${cursor10k}` },
-    { name: 'cursor depth 90k', group: 'cursor', path: `${p}/cursor?limit=20&cursor=${cursor90k}` },
+    ...(cursor10k
+      ? [
+          {
+            name: 'cursor depth 10k',
+            group: 'cursor' as const,
+            path: `${p}/cursor?limit=20&cursor=${cursor10k}`,
+          },
+        ]
+      : []),
+    ...(cursor90k
+      ? [
+          {
+            name: 'cursor depth 90k',
+            group: 'cursor' as const,
+            path: `${p}/cursor?limit=20&cursor=${cursor90k}`,
+          },
+        ]
+      : []),
     { name: 'popular (cached)', group: 'cached', path: `${p}/popular` },
     { name: 'product detail (cached)', group: 'cached', path: `${p}/${product.id}` },
     { name: 'categories (cached)', group: 'cached', path: '/api/v1/categories' },
@@ -249,14 +281,14 @@ async function main(): Promise<void> {
   const by = (name: string) => results.find((r) => r.name === name) ?? { requestsPerSecond: NaN, p50: NaN };
   const bare =
     (by('bare Koa hello-world').requestsPerSecond + by('bare Koa hello-world (again)').requestsPerSecond) / 2;
-  const cursorRatio = by('cursor depth 90k').p50 / Math.max(by('cursor depth 0').p50, 0.001);
-  const ratios: Record<string, { value: number; target: string; met: boolean }> = {
-    'cursor depth 90k p50 / cursor depth 0 p50': {
-      value: cursorRatio,
-      target: '<= 1.5x',
-      met: cursorRatio <= 1.5,
-    },
-  };
+  const ratios: Record<string, { value: number; target: string; met: boolean }> = {};
+  if (
+    results.some((r) => r.name === 'cursor depth 90k') &&
+    results.some((r) => r.name === 'cursor depth 0')
+  ) {
+    const value = by('cursor depth 90k').p50 / Math.max(by('cursor depth 0').p50, 0.001);
+    ratios['cursor depth 90k p50 / cursor depth 0 p50'] = { value, target: '<= 1.5x', met: value <= 1.5 };
+  }
   for (const name of ['popular (cached)', 'product detail (cached)', 'categories (cached)'].filter((n) =>
     results.some((r) => r.name === n),
   )) {
