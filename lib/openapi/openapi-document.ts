@@ -35,6 +35,7 @@ export interface OpenApiParameter {
 
 export interface OpenApiResponse {
   description: string;
+  headers: Record<string, { $ref: string }>;
   content?: Record<string, { schema: JsonSchema }>;
 }
 
@@ -52,13 +53,15 @@ export interface OpenApiOperation {
 
 export const SECURITY_SCHEME = 'bearerAuth';
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
+// Every response carries the request id (lib/http/request-context.ts), errors and successes alike.
+const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
 
 function schemaRef(schema: JsonSchema): JsonSchema {
   return schema === ERROR_SCHEMA ? ERROR_REF : schema;
 }
 
 function responseObject(doc: ResponseDoc): OpenApiResponse {
-  const out: OpenApiResponse = { description: doc.description };
+  const out: OpenApiResponse = { description: doc.description, headers: RESPONSE_HEADERS };
   if (doc.schema)
     out.content = { [doc.contentType ?? 'application/json']: { schema: schemaRef(doc.schema) } };
   else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };
@@ -66,7 +69,7 @@ function responseObject(doc: ResponseDoc): OpenApiResponse {
 }
 
 function errorResponse(description: string): OpenApiResponse {
-  return { description, content: { 'application/json': { schema: ERROR_REF } } };
+  return { description, headers: RESPONSE_HEADERS, content: { 'application/json': { schema: ERROR_REF } } };
 }
 
 function authText(def: RouteDef): string {
@@ -199,6 +202,13 @@ export function buildOpenApiDocument(groups: RouteTableGroup[], info: OpenApiInf
         },
       },
       schemas: { Error: ERROR_SCHEMA },
+      headers: {
+        XRequestId: {
+          description:
+            'The request id: a client-sent X-Request-Id of 1-64 characters [A-Za-z0-9._-] is reused, anything else is replaced by a UUID. Log lines of the request carry it.',
+          schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+        },
+      },
     },
   };
 }

@@ -39,6 +39,9 @@ export async function loadConformance(app: TestApp): Promise<Conformance> {
         t.fail(`${where} is not documented (documented: ${Object.keys(op.responses).join(', ')})`);
         return;
       }
+      for (const name of Object.keys(documented.headers ?? {})) {
+        t.truthy(res.headers.get(name), `${where}: documented header ${name} is sent`);
+      }
       const contentType = (res.headers.get('content-type') ?? '').split(';')[0].trim();
       if (!documented.content) {
         t.is(res.text, '', `${where}: documented without a body`);

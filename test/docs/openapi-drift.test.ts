@@ -184,3 +184,33 @@ test('path parameters, query parameters and request bodies come from the route t
     { name: 'file', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: 100 } },
   ]);
 });
+
+test('the document is well-formed: unique operationIds, every $ref resolves, every response names its headers', (t) => {
+  const ids = Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+  t.is(new Set(ids).size, ids.length, 'operationIds are unique');
+  const refs: string[] = [];
+  const collect = (node: unknown) => {
+    if (Array.isArray(node)) node.forEach(collect);
+    else if (node && typeof node === 'object') {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === '$ref' && typeof value === 'string') refs.push(value);
+        else collect(value);
+      }
+    }
+  };
+  collect(doc);
+  t.true(refs.length > 0);
+  for (const ref of new Set(refs)) {
+    t.true(ref.startsWith('#/'), ref);
+    let node: unknown = doc;
+    for (const part of ref.slice(2).split('/')) node = (node as Record<string, unknown> | undefined)?.[part];
+    t.truthy(node, `${ref} resolves`);
+  }
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        t.deepEqual(response.headers, { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } }, `${method} ${path} ${status}`);
+      }
+    }
+  }
+});
