@@ -117,6 +117,14 @@ test('auth and members: signup, login, refresh, me, admin list, duplicate signup
   t.is(me.body.email, email);
   api.check(t, 'get', '/api/v1/members/me', me);
 
+  const renamed = await app.request('PATCH', '/api/v1/members/me', {
+    token: refresh.body.accessToken,
+    body: { name: 'Docs Reader II' },
+  });
+  t.is(renamed.status, 200);
+  t.is(renamed.body.name, 'Docs Reader II');
+  api.check(t, 'patch', '/api/v1/members/me', renamed);
+
   const list = await app.request('GET', '/api/v1/admin/members?size=5', { token: admin.token });
   t.is(list.status, 200);
   t.is(list.body.size, 5);
