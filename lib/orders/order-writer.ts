@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import { centsToDecimal, fromCents } from '../db';
 import { writeOutbox, type OutboxEvent } from '../notifications/outbox';
 import type { ProductView } from '../inventory/stock-sql';
+import { insertWithIds } from './insert-ids';
 import { newOrderNumber } from './order-number';
 import type { OrderJson, ShippingAddress } from './order-json';
 
@@ -54,7 +55,9 @@ export async function writePlacements(
     }
   });
 
-  await trx('orders').insert(
+  const insertedOrderIds = await insertWithIds(
+    trx,
+    'orders',
     drafts.map((draft) => {
       const { address } = placements[draft.placement];
       return {
@@ -72,34 +75,48 @@ export async function writePlacements(
       };
     }),
   );
-  // Ids by order number: a multi-row INSERT reports only one id, and consecutive ids are not promised.
-  const idRows = (await trx('orders')
-    .whereIn(
-      'order_number',
-      drafts.map((draft) => draft.orderNumber),
-    )
-    .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
-  const orderIds = new Map(idRows.map((row) => [row.order_number, Number(row.id)]));
+  // Ids by order number when the database does not promise consecutive ids.
+  let orderIds: Map<string, number>;
+  if (insertedOrderIds) {
+    orderIds = new Map(drafts.map((draft, index) => [draft.orderNumber, insertedOrderIds[index]]));
+  } else {
+    // Ids by order number: a multi-row INSERT reports only one id, and consecutive ids are not promised.
+    const idRows = (await trx('orders')
+      .whereIn(
+        'order_number',
+        drafts.map((draft) => draft.orderNumber),
+      )
+      .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
+    orderIds = new Map(idRows.map((row) => [row.order_number, Number(row.id)]));
+  }
   const idOf = (draft: DraftOrder) => orderIds.get(draft.orderNumber)!;
 
-  await trx('order_items').insert(
-    drafts.flatMap((draft) =>
-      draft.lines.map((line) => ({
-        order_id: idOf(draft),
-        product_id: line.product.id,
-        seller_id: line.product.sellerId,
-        product_name: line.product.name,
-        product_price: centsToDecimal(line.product.priceCents),
-        quantity: line.quantity,
-        subtotal: centsToDecimal(line.product.priceCents * line.quantity),
-      })),
-    ),
+  const itemRowsToInsert = drafts.flatMap((draft) =>
+    draft.lines.map((line) => ({
+      order_id: idOf(draft),
+      product_id: line.product.id,
+      seller_id: line.product.sellerId,
+      product_name: line.product.name,
+      product_price: centsToDecimal(line.product.priceCents),
+      quantity: line.quantity,
+      subtotal: centsToDecimal(line.product.priceCents * line.quantity),
+    })),
   );
-  const itemRows = (await trx('order_items')
-    .whereIn('order_id', [...orderIds.values()])
-    .orderBy('id')
-    .select('id', 'order_id', 'product_id')) as Array<{ id: number; order_id: number; product_id: number }>;
-  const itemIds = new Map(itemRows.map((row) => [`${row.order_id}:${row.product_id}`, Number(row.id)]));
+  const insertedItemIds = await insertWithIds(trx, 'order_items', itemRowsToInsert);
+  const itemKey = (orderId: number, productId: number) => `${orderId}:${productId}`;
+  let itemIds: Map<string, number>;
+  if (insertedItemIds) {
+    itemIds = new Map(
+      itemRowsToInsert.map((row, index) => [itemKey(row.order_id, row.product_id), insertedItemIds[index]]),
+    );
+  } else {
+    const itemRows = (await trx('order_items')
+      .whereIn('order_id', [...orderIds.values()])
+      .select('id', 'order_id', 'product_id')) as Array<{ id: number; order_id: number; product_id: number }>;
+    itemIds = new Map(
+      itemRows.map((row) => [itemKey(Number(row.order_id), Number(row.product_id)), Number(row.id)]),
+    );
+  }
 
   await trx('order_status_history').insert(
     drafts.map((draft) => ({
@@ -142,7 +159,7 @@ export async function writePlacements(
       totalAmount: fromCents(draft.totalCents),
       shippingAddress: { ...placement.address },
       items: draft.lines.map((line) => ({
-        id: itemIds.get(`${id}:${line.product.id}`)!,
+        id: itemIds.get(itemKey(id, line.product.id))!,
         productId: line.product.id,
         sellerId: line.product.sellerId,
         productName: line.product.name,
