@@ -46,7 +46,7 @@ export function createProductService(deps: ProductServiceDeps) {
   const { db, events, categories } = deps;
   const stockWrites = deps.stockWrites ?? createStockWrites(db);
   // Cached per product id, whatever its status (visibility is decided per request, after the cache).
-  const detailCache = createCache<CachedDetail | null>(DETAIL_CACHE_TTL_SECONDS);
+  const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS);
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
   const popularCache = createCache<Representation>(POPULAR_CACHE_TTL_SECONDS);
 
@@ -92,11 +92,13 @@ export function createProductService(deps: ProductServiceDeps) {
       productId: number,
       viewer: AuthMember | null,
     ): Promise<{ rep: Representation; policy: CachePolicy }> {
+      // A miss throws inside the load, so unknown ids are never stored (no cache flooding with made-up ids).
       const cached = await detailCache.getOrLoad(String(productId), async () => {
         const product = await loadOne(productId);
-        return product && { product, rep: representation(product) };
+        if (!product) throw notFound(productId);
+        return { product, rep: representation(product) };
       });
-      if (!cached || cached.product.status === 'DELETED') throw notFound(productId);
+      if (cached.product.status === 'DELETED') throw notFound(productId);
       if (cached.product.status === 'DRAFT') {
         const allowed =
           viewer?.role === 'ADMIN' || (viewer?.role === 'SELLER' && viewer.id === cached.product.sellerId);

@@ -325,3 +325,24 @@ test('public reads work without a token and with any role; a broken token is 401
     assertError(t, await app.request('GET', path, { token: 'garbage' }), 401, 'INVALID_TOKEN');
   }
 });
+
+test('unknown ids are not cached (each miss asks the database), a known one is (the second read asks nothing)', async (t) => {
+  const reads = new Map<number, number>();
+  const listener = (q: { sql: string; bindings?: unknown[] }) => {
+    if (/^select \* from `products` where `id` = \?/i.test(q.sql)) {
+      const productId = Number(q.bindings?.[0]);
+      reads.set(productId, (reads.get(productId) ?? 0) + 1);
+    }
+  };
+  app.db.on('query', listener);
+  try {
+    for (let i = 0; i < 3; i++) assertError(t, await get(888_888), 404, 'NOT_FOUND');
+    t.is(reads.get(888_888), 3);
+    const id = await createProduct(app, seller.id, { categoryId });
+    t.is((await get(id)).status, 200);
+    t.is((await get(id)).status, 200);
+    t.is(reads.get(id), 1);
+  } finally {
+    app.db.removeListener('query', listener);
+  }
+});
