@@ -26,13 +26,25 @@ const bool = () =>
 const int = (min: number, max: number) =>
   yup
     .number()
-    .transform((_value, original) =>
-      original === undefined || original === '' ? undefined : Number(original),
-    )
+    .transform((_value, original) => {
+      if (original === undefined) return undefined;
+      return /^\s*-?\d+\s*$/.test(String(original)) ? Number(original) : NaN;
+    })
     .typeError('${path} must be an integer')
     .integer('${path} must be an integer')
     .min(min, `\${path} must be at least ${min}`)
     .max(max, `\${path} must be at most ${max}`);
+
+// The same 8-72 byte rule as every member password, checked here so a bad one is named at start.
+const seedPassword = () =>
+  yup
+    .string()
+    .optional()
+    .test('password-bytes', '${path} must be 8 to 72 bytes', (value) => {
+      if (value === undefined) return true;
+      const bytes = Buffer.byteLength(value, 'utf8');
+      return bytes >= 8 && bytes <= 72;
+    });
 
 const envSchema = yup.object({
   NODE_ENV: yup.string().oneOf(['development', 'production', 'test']).default('development'),
@@ -55,9 +67,9 @@ const envSchema = yup.object({
   UPLOAD_DIR: yup.string().optional(),
   MIGRATE_ON_START: bool().default(true),
   SEED_ON_START: bool().optional(),
-  SEED_ADMIN_PASSWORD: yup.string().optional(),
-  SEED_SELLER_PASSWORD: yup.string().optional(),
-  SEED_BUYER_PASSWORD: yup.string().optional(),
+  SEED_ADMIN_PASSWORD: seedPassword(),
+  SEED_SELLER_PASSWORD: seedPassword(),
+  SEED_BUYER_PASSWORD: seedPassword(),
   JWT_SECRET: yup.string().min(32, 'JWT_SECRET must be at least 32 characters').optional(),
   JWT_ALGORITHM: yup.string().oneOf(['HS256', 'HS384', 'HS512']).default('HS256'),
   JWT_ISSUER: yup.string().default('marketplace-service'),
@@ -106,8 +118,10 @@ export class ConfigError extends Error {
 /** Validates an environment (process.env by default) into a typed Config, or throws ConfigError. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let v: yup.InferType<typeof envSchema>;
+  // An empty variable (`PORT=`) means "not set": it gets the default, never a surprising empty value.
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
   try {
-    v = envSchema.validateSync(env, { abortEarly: true, stripUnknown: true });
+    v = envSchema.validateSync(given, { abortEarly: true, stripUnknown: true });
   } catch (err) {
     if (err instanceof yup.ValidationError) {
       const variable = err.path ?? 'environment';
@@ -117,10 +131,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const production = v.NODE_ENV === 'production';
-  if (production && !v.JWT_SECRET) {
+  if (production && (!v.JWT_SECRET || v.JWT_SECRET === DEV_JWT_SECRET)) {
     throw new ConfigError(
       'JWT_SECRET',
-      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production',
+      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production (not the development default)',
     );
   }
   const bcryptCost = v.BCRYPT_COST ?? 12;

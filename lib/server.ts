@@ -39,13 +39,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let inFlight = 0;
   let drained: (() => void) | null = null;
+  const handle = bundle.app.callback();
   const server = http.createServer((req, res) => {
     inFlight++;
     res.on('close', () => {
       inFlight--;
       if (inFlight === 0 && drained) drained();
     });
-    bundle.app.callback()(req, res);
+    void handle(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

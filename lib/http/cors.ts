@@ -52,6 +52,15 @@ export function corsMiddleware(allowedOrigins: string[]): Middleware {
       ctx.status = 204;
       return;
     }
+    if (ctx.method === 'OPTIONS' && !preflight && origin !== '' && isAllowed(origin)) {
+      // @koa/cors ignores an OPTIONS that is not a preflight; it is an ordinary request (spec rule 9), so
+      // its answer (a 405) carries the CORS headers like any other response to an allowed origin.
+      ctx.vary('Origin');
+      ctx.set('Access-Control-Allow-Origin', origin);
+      ctx.set('Access-Control-Allow-Credentials', 'true');
+      ctx.set('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS.join(','));
+      return next();
+    }
     return koaCors(ctx, next);
   };
 }

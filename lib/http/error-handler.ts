@@ -15,6 +15,7 @@ export interface ErrorBody {
 }
 
 interface HttpishError {
+  code?: string;
   status?: number;
   statusCode?: number;
   expose?: boolean;
@@ -23,6 +24,10 @@ interface HttpishError {
 }
 
 function fromFrameworkError(err: HttpishError): AppError | null {
+  // A Content-Encoding (gzip, deflate) whose body does not decode.
+  if (err.code === 'Z_DATA_ERROR' || err.code === 'Z_BUF_ERROR') {
+    return new AppError(400, 'VALIDATION_ERROR', 'Request body could not be decoded');
+  }
   const status = err.status ?? err.statusCode;
   if (!status || status >= 500) return null;
   if (status === 413) return new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 1 MB');

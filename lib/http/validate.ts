@@ -26,12 +26,54 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
 
 export type Where = 'body' | 'query' | 'params';
 
+interface SchemaShape {
+  fields?: Record<string, SchemaShape>;
+  innerType?: SchemaShape;
+  type?: string;
+}
+
+/**
+ * Keys a client sent that only exist on Object.prototype (`constructor`, `toString`, `__proto__`...).
+ * yup looks fields up with `fields[key]` and would find the inherited member, so they are reported as
+ * unknown fields here, before yup sees them.
+ */
+function inheritedKeys(schema: SchemaShape, value: unknown, path: string, out: FieldError[]): void {
+  if (value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (schema.innerType)
+      value.forEach((item, i) => inheritedKeys(schema.innerType!, item, `${path}[${i}]`, out));
+    return;
+  }
+  if (!schema.fields) return;
+  const prefix = path ? `${path}.` : '';
+  for (const key of Object.keys(value)) {
+    if (Object.hasOwn(schema.fields, key)) {
+      inheritedKeys(schema.fields[key], (value as Record<string, unknown>)[key], `${prefix}${key}`, out);
+    } else if (key in Object.prototype) {
+      out.push({ field: `${prefix}${key}`, message: 'unknown field' });
+    }
+  }
+}
+
+function isPlainObject(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 /** Validates and casts `value`; throws ValidationError (400) naming each bad field. */
 export async function validate<S extends yup.ISchema<unknown>>(
   schema: S,
   value: unknown,
   where: Where,
 ): Promise<yup.InferType<S>> {
+  const shape = schema as unknown as SchemaShape;
+  if (shape.type === 'object' && !isPlainObject(value)) {
+    throw new ValidationError(`Request ${where} must be a JSON object`, [
+      { field: where, message: 'must be a JSON object' },
+    ]);
+  }
+  const inherited: FieldError[] = [];
+  inheritedKeys(shape, value, where === 'body' ? '' : where, inherited);
+  if (inherited.length > 0) throw new ValidationError(`Invalid request ${where}`, inherited);
   try {
     return (await schema.validate(value, { abortEarly: false, stripUnknown: false })) as yup.InferType<S>;
   } catch (err) {
@@ -43,13 +85,20 @@ export async function validate<S extends yup.ISchema<unknown>>(
   }
 }
 
-/** A positive integer id in a path or query (`/products/abc` -> 400, not 404 or 500). */
+/**
+ * A whole number from JSON or from a path/query string: a JSON number, or plain digits in a string.
+ * Anything else (`-1`, `1e3`, `1.5`, `abc`, a repeated query parameter's array) fails the type check.
+ */
+export const integer = () =>
+  yup.number().transform((value, original) => {
+    if (typeof original === 'number') return value;
+    if (typeof original === 'string' && /^\s*\d{1,10}\s*$/.test(original)) return value;
+    return original === undefined ? undefined : NaN;
+  });
+
+/** A positive integer id in a path, query or body (`/products/abc` -> 400, not 404 or 500). */
 export const id = () =>
-  yup
-    .number()
-    .transform((value, original) =>
-      typeof original === 'string' && !/^\d+$/.test(original.trim()) ? NaN : value,
-    )
+  integer()
     .typeError('${path} must be a positive integer')
     .integer('${path} must be a positive integer')
     .min(1, '${path} must be a positive integer')

@@ -110,6 +110,14 @@ test('rule 9: OPTIONS without the preflight headers is an ordinary request -> 40
   t.is(withOriginOnly.status, 405);
   t.is(withOriginOnly.body.code, 'METHOD_NOT_ALLOWED');
   t.true((withOriginOnly.headers.get('allow') ?? '').includes('GET'));
+  // An ordinary request: the allowed origin gets its CORS headers on the 405 too.
+  t.is(withOriginOnly.headers.get('access-control-allow-origin'), 'https://app.example.com');
+  t.is(withOriginOnly.headers.get('access-control-allow-credentials'), 'true');
+  const fromOther = await app.request('OPTIONS', apiGetPath, {
+    headers: { Origin: 'https://evil.example.org' },
+  });
+  t.is(fromOther.status, 405);
+  t.deepEqual(corsHeaders(fromOther.headers), []);
   const bare = await app.request('OPTIONS', apiGetPath);
   t.is(bare.status, 405);
   t.true((bare.headers.get('allow') ?? '').includes('GET'));

@@ -117,3 +117,94 @@ test('unexpected errors become a generic 500 without internals, logged with the 
     server.close();
   }
 });
+
+test('keys named like Object.prototype members are unknown fields (400), never a 500', async (t) => {
+  for (const key of ['toString', 'constructor', 'hasOwnProperty', 'valueOf']) {
+    const res = await app.request('POST', '/api/v1/auth/login', {
+      raw: `{"email":"a@b.test","password":"whatever1","${key}":1}`,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    t.is(res.status, 400, key);
+    t.like(res.body, {
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      errors: [{ field: key, message: 'unknown field' }],
+    });
+  }
+  // The JSON parser itself refuses a __proto__ key.
+  const proto = await app.request('POST', '/api/v1/auth/login', {
+    raw: '{"email":"a@b.test","password":"whatever1","__proto__":{"x":1}}',
+    headers: { 'Content-Type': 'application/json' },
+  });
+  t.is(proto.status, 400);
+  t.like(proto.body, { status: 400, code: 'VALIDATION_ERROR' });
+  const query = await app.request('GET', '/api/v1/products?constructor=1');
+  t.is(query.status, 400);
+  t.like(query.body, {
+    code: 'VALIDATION_ERROR',
+    errors: [{ field: 'query.constructor', message: 'unknown field' }],
+  });
+});
+
+test('a body that is not a JSON object is a 400 naming the body', async (t) => {
+  for (const raw of ['[]', '[{"email":"a"}]']) {
+    const res = await app.request('POST', '/api/v1/auth/login', {
+      raw,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    t.is(res.status, 400);
+    t.like(res.body, {
+      code: 'VALIDATION_ERROR',
+      message: 'Request body must be a JSON object',
+      errors: [{ field: 'body', message: 'must be a JSON object' }],
+    });
+  }
+});
+
+test('a Content-Encoding that does not decode is a 400, not a 500', async (t) => {
+  const res = await app.request('POST', '/api/v1/auth/login', {
+    raw: '{}',
+    headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+  });
+  t.is(res.status, 400);
+  t.like(res.body, { status: 400, code: 'VALIDATION_ERROR', message: 'Request body could not be decoded' });
+});
+
+test('repeated or malformed integer query parameters are 400', async (t) => {
+  for (const query of [
+    'page=1&page=2',
+    'size=1&size=2',
+    'page=1e3',
+    'page=-1',
+    'size=0',
+    'size=101',
+    'page=99999999999',
+  ]) {
+    const res = await app.request('GET', `/api/v1/products?${query}`);
+    t.is(res.status, 400, query);
+    t.is(res.body.code, 'VALIDATION_ERROR', query);
+    t.true(res.body.errors.length > 0, query);
+  }
+  for (const path of [
+    '/api/v1/products/1e3',
+    '/api/v1/products/-1',
+    '/api/v1/products/99999999999',
+    '/api/v1/products/abc',
+  ]) {
+    const res = await app.request('GET', path);
+    t.is(res.status, 400, path);
+    t.like(res.body, { code: 'VALIDATION_ERROR', errors: [{ field: 'params.productId' }] });
+  }
+});
+
+test('/health/ready answers 503 DOWN when the database is unreachable', async (t) => {
+  const other = await startTestApp();
+  try {
+    await other.db.destroy();
+    const res = await other.request('GET', '/health/ready');
+    t.is(res.status, 503);
+    t.deepEqual(res.body, { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
+  } finally {
+    await other.close().catch(() => undefined);
+  }
+});

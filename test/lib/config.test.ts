@@ -46,6 +46,10 @@ test('every bad value names its variable', (t) => {
     [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
     [{ CORS_ORIGINS: 'not an origin' }, 'CORS_ORIGINS'],
     [{ NODE_ENV: 'staging' }, 'NODE_ENV'],
+    [{ PORT: ' ' }, 'PORT'],
+    [{ PORT: '80.5' }, 'PORT'],
+    [{ SEED_ADMIN_PASSWORD: 'short' }, 'SEED_ADMIN_PASSWORD'],
+    [{ SEED_BUYER_PASSWORD: 'x'.repeat(73) }, 'SEED_BUYER_PASSWORD'],
   ];
   for (const [env, variable] of cases) {
     const err = configError(t, { ...base, ...env });
@@ -58,8 +62,15 @@ test('production refuses to start without JWT_SECRET', (t) => {
   const err = configError(t, { NODE_ENV: 'production' });
   t.is(err.variable, 'JWT_SECRET');
   t.regex(err.message, /JWT_SECRET is required/);
+  t.is(configError(t, { NODE_ENV: 'production', JWT_SECRET: DEV_JWT_SECRET }).variable, 'JWT_SECRET');
   const ok = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
   t.false(ok.seedOnStart, 'production does not seed by default');
+});
+
+test('an empty variable means unset: the default applies', (t) => {
+  const config = loadConfig({ ...base, PORT: '', DATA_DIR: '', DATABASE_URL: '' });
+  t.is(config.port, 8080);
+  t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
 });
 
 test('bcrypt cost below 10 is only allowed in tests', (t) => {
