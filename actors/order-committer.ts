@@ -10,7 +10,7 @@ import { isDeadlock } from '../lib/db';
 import type { Logger } from '../lib/logger';
 import type { OrderJson } from '../lib/orders/order-json';
 import { writePlacements, type Placement } from '../lib/orders/order-writer';
-import { deductStock, totalsByProduct } from '../lib/inventory/stock-sql';
+import { deductStockBatch, totalsByProduct } from '../lib/inventory/stock-sql';
 import type { Reservation, StockRegistry } from './registry';
 
 /** The batch was rolled back for a reason that deciding again may fix; the reservations are released. */
@@ -59,8 +59,8 @@ export function createOrderCommitter(options: CommitterOptions) {
     try {
       results = await db.transaction(async (trx) => {
         const now = new Date();
-        const refused = await deductStock(trx, changes, now);
-        if (refused.length > 0) throw new GuardRefused(refused);
+        if (!(await deductStockBatch(trx, changes, now)))
+          throw new GuardRefused(changes.map((change) => change.productId));
         return writePlacements(
           trx,
           batch.map((entry) => entry.placement),

@@ -1,0 +1,89 @@
+// The SQL half of the stock rule, on both databases: guarded deductions (per product and batched), and
+// the restore of a cancellation.
+import test from 'ava';
+import { deductStock, deductStockBatch, restoreStock } from '../../lib/inventory/stock-sql';
+import { createMember, createProduct } from '../helpers/factories';
+import { startTestApp, type TestApp } from '../helpers/harness';
+import { productRow } from './order-fixtures';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp();
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+test.serial(
+  'the batched deduction updates every product in one statement, SOLD_OUT at 0, salesCount up',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const a = await createProduct(app, seller.id, { stockQuantity: 5 });
+    const b = await createProduct(app, seller.id, { stockQuantity: 3 });
+    let statements = 0;
+    const count = (query: { sql: string }) => {
+      if (/^update [`"]products[`"]/i.test(query.sql)) statements++;
+    };
+    app.db.on('query', count);
+    const ok = await app.db.transaction((trx) =>
+      deductStockBatch(
+        trx,
+        [
+          { productId: b, quantity: 3 },
+          { productId: a, quantity: 2 },
+        ],
+        new Date(),
+      ),
+    );
+    app.db.off('query', count);
+    t.true(ok);
+    t.is(statements, 1, 'one UPDATE for both products');
+    t.deepEqual(await productRow(app, a), { stock: 3, status: 'ON_SALE', salesCount: 2 });
+    t.deepEqual(await productRow(app, b), { stock: 0, status: 'SOLD_OUT', salesCount: 3 });
+  },
+);
+
+test('a refused guard (short stock or not ON_SALE) is reported; the caller rolls back', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const a = await createProduct(app, seller.id, { stockQuantity: 5 });
+  const b = await createProduct(app, seller.id, { stockQuantity: 1 });
+  const draft = await createProduct(app, seller.id, { stockQuantity: 9, status: 'DRAFT' });
+  const refuse = (changes: Array<{ productId: number; quantity: number }>) =>
+    app.db
+      .transaction(async (trx) => {
+        if (!(await deductStockBatch(trx, changes, new Date()))) throw new Error('refused');
+      })
+      .then(
+        () => 'applied',
+        (err: Error) => err.message,
+      );
+  t.is(
+    await refuse([
+      { productId: a, quantity: 1 },
+      { productId: b, quantity: 2 },
+    ]),
+    'refused',
+  );
+  t.is(await refuse([{ productId: draft, quantity: 1 }]), 'refused');
+  t.deepEqual(await productRow(app, a), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+  t.deepEqual(
+    await app.db.transaction((trx) =>
+      deductStock(
+        trx,
+        [
+          { productId: a, quantity: 6 },
+          { productId: b, quantity: 1 },
+        ],
+        new Date(),
+      ),
+    ),
+    [a],
+  );
+});
+
+test('restoring a cancellation gives stock and salesCount back and lifts SOLD_OUT', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const a = await createProduct(app, seller.id, { stockQuantity: 0, status: 'SOLD_OUT', salesCount: 4 });
+  await app.db.transaction((trx) => restoreStock(trx, [{ productId: a, quantity: 4 }], new Date()));
+  t.deepEqual(await productRow(app, a), { stock: 4, status: 'ON_SALE', salesCount: 0 });
+});
