@@ -35,6 +35,19 @@ export function imageRoutes(services: Services): RouteDef[] {
       auth: ['SELLER'],
       params: productImagesParams,
       requestContentType: 'multipart/form-data',
+      requestSchema: {
+        type: 'object',
+        required: ['images'],
+        properties: {
+          images: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 5,
+            items: { type: 'string', format: 'binary' },
+            description: 'jpg, jpeg, png or gif files, 10 MB each',
+          },
+        },
+      },
       before: [ownerFirst, createImageUploadParser(services.images.uploadDir)],
       responses: {
         201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },

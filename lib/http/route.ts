@@ -47,6 +47,8 @@ export interface RouteDef<
   body?: BS;
   /** Request encodings other than JSON (documented; the handler's middleware parses them). */
   requestContentType?: 'multipart/form-data';
+  /** JSON Schema of a non-JSON request body (e.g. the multipart fields), for the OpenAPI document. */
+  requestSchema?: JsonSchema;
   /** Extra request headers worth documenting (e.g. Idempotency-Key). */
   headers?: Array<{ name: string; description: string; required?: boolean }>;
   responses: Record<number, ResponseDoc>;

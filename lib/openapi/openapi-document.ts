@@ -140,7 +140,9 @@ function parametersOf(def: RouteDef, concretePath: string): OpenApiParameter[] {
 
 function requestBodyOf(def: RouteDef): OpenApiOperation['requestBody'] {
   if (!def.body && !def.requestContentType) return undefined;
-  const schema: JsonSchema = def.body ? descriptionToJsonSchema(describeYup(def.body)) : { type: 'object' };
+  const schema: JsonSchema = def.body
+    ? descriptionToJsonSchema(describeYup(def.body))
+    : (def.requestSchema ?? { type: 'object' });
   const required = Array.isArray(schema.required) && schema.required.length > 0;
   return {
     required: required || !!def.requestContentType,

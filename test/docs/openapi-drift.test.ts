@@ -164,6 +164,11 @@ test('path parameters, query parameters and request bodies come from the route t
           t.deepEqual(content?.schema, yupToJsonSchema(def.body), where);
           if (!def.requestContentType) t.truthy(op.responses['415'], `${where} documents 415`);
         }
+        if (def.requestSchema) {
+          bodies++;
+          const content = op.requestBody?.content[def.requestContentType ?? 'application/json'];
+          t.deepEqual(content?.schema, def.requestSchema, `${where} documents its ${def.requestContentType} body`);
+        }
         if (def.query) {
           queries++;
           const fields = yupToJsonSchema(def.query).properties as Record<string, JsonSchema>;
