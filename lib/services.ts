@@ -33,10 +33,20 @@ export function createServices(deps: Deps) {
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
-  const orders = createOrderService({ db: deps.db, inventory, idempotency: createIdempotencyStore(deps), afterCommit });
+  const orders = createOrderService({
+    db: deps.db,
+    inventory,
+    idempotency: createIdempotencyStore(deps),
+    afterCommit,
+  });
   const lifecycle = createLifecycleService();
   const categories = createCategoryService(deps);
-  const products = createProductService({ ...deps, events, categories, stockWrites: createInventoryStockWrites(deps.db, inventory) });
+  const products = createProductService({
+    ...deps,
+    events,
+    categories,
+    stockWrites: createInventoryStockWrites(deps.db, inventory),
+  });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
   const members = createMemberService({ ...deps, refreshTokens });

@@ -22,7 +22,18 @@ export const API_PREFIX = '/api/v1';
 export function routeTable(services: Services): RouteGroup[] {
   const groups: RouteGroup[] = [
     { prefix: '', routes: [...healthRoutes(services), ...uploadRoutes(services)] },
-    { prefix: API_PREFIX, routes: [...authRoutes(services), ...memberRoutes(services), ...categoryRoutes(services), ...productRoutes(services), ...imageRoutes(services), ...orderRoutes(services), ...notificationRoutes(services)] },
+    {
+      prefix: API_PREFIX,
+      routes: [
+        ...authRoutes(services),
+        ...memberRoutes(services),
+        ...categoryRoutes(services),
+        ...productRoutes(services),
+        ...imageRoutes(services),
+        ...orderRoutes(services),
+        ...notificationRoutes(services),
+      ],
+    },
     // Documentation last: the OpenAPI document describes every group above (and itself).
     { prefix: '', routes: docsPageRoutes(services, API_PREFIX) },
     { prefix: API_PREFIX, routes: [...orderLifecycleRoutes(services), ...openApiRoutes(() => groups)] },
