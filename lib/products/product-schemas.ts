@@ -22,7 +22,11 @@ const trimmedString = (field: string, max: number) =>
     .typeError(`${field} must be a string`)
     .max(max, `${field} must be at most ${max} characters`);
 
-/** A JSON number with at most 2 decimals, > 0; checked on the cents value so no float rounding slips through. */
+/**
+ * A JSON number with at most 2 decimals, > 0. `Math.round(v * 100) / 100 === v` is exact below 2^53/100:
+ * a value with 2 decimals is the double nearest to cents/100, which the division reproduces exactly, and
+ * any other double differs from it (an absolute tolerance rejected large valid prices such as 1234567890.12).
+ */
 const price = () =>
   yup
     .number()
@@ -31,7 +35,7 @@ const price = () =>
     .test(
       'two-decimals',
       'price must have at most 2 decimals',
-      (v) => v === undefined || v === null || Math.abs(v * 100 - Math.round(v * 100)) < 1e-6,
+      (v) => v === undefined || v === null || Math.round(v * 100) / 100 === v,
     )
     .test(
       'range',

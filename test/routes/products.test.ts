@@ -96,6 +96,23 @@ test('POST /products: DRAFT stays DRAFT; ON_SALE with stock 0 is SOLD_OUT; money
   t.is(big.body.price, 9999999999.99);
 });
 
+test('price: large valid 2-decimal prices are accepted exactly (create and PATCH); 3 decimals are 400', async (t) => {
+  for (const price of [1234567890.12, 134217854.11]) {
+    const created = await post(newProduct({ price }));
+    t.is(created.status, 201, `${price} -> ${JSON.stringify(created.body)}`);
+    t.is(created.body.price, price);
+    t.is((await get(created.body.id)).body.price, price);
+    const edited = await patch(created.body.id, { price });
+    t.is(edited.status, 200, JSON.stringify(edited.body));
+    t.is(edited.body.price, price);
+  }
+  for (const price of [1234567890.125, 0.30000000000000004]) {
+    const res = await post(newProduct({ price }));
+    assertError(t, res, 400, 'VALIDATION_ERROR');
+    t.deepEqual(res.body.errors, [{ field: 'price', message: 'price must have at most 2 decimals' }]);
+  }
+});
+
 test('POST /products validation: each bad field is named in a 400 VALIDATION_ERROR', async (t) => {
   const cases: Array<[Record<string, unknown>, string]> = [
     [{ price: 0 }, 'price'],
