@@ -1,6 +1,7 @@
 // Categories: the whole list is cached for an hour (it changes rarely) and dropped the moment an admin
 // adds one. "Same name under the same parent" is decided by the unique index (parent_key, name_key), so
-// two concurrent creates cannot both win.
+// two concurrent creates cannot both win. The key is the lowercased name compared byte for byte (utf8mb4_bin
+// on MySQL, migration 20261122000011): names differing in accents or emoji are distinct.
 import type { Db } from '../db';
 import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache } from '../cache';

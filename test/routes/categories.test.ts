@@ -96,6 +96,36 @@ test('duplicate name under the same parent (case-insensitive, trimmed) is 409 DU
   );
 });
 
+test('names differ by accents, emoji and 1-to-2 lowercase expansions: only case and outer spaces make duplicates', async (t) => {
+  // A fresh parent keeps these fixed names apart from the other tests of the file.
+  const parent = await create({ name: `Names ${uniq()}` });
+  const under = (name: string) => create({ name, parentId: parent.body.id });
+  for (const [first, second] of [
+    ['Cafe', 'Café'],
+    ['a😀', 'a😁'],
+  ]) {
+    const a = await under(first);
+    t.is(a.status, 201, JSON.stringify(a.body));
+    t.like(a.body, { name: first, parentId: parent.body.id });
+    const b = await under(second);
+    t.is(b.status, 201, `${second} after ${first}: ${JSON.stringify(b.body)}`);
+    t.like(b.body, { name: second, parentId: parent.body.id });
+  }
+  // "İ" lowercases to "i" + U+0307: the 100-character name has a 200-character key.
+  const dotted = await under('İ'.repeat(100));
+  t.is(dotted.status, 201, JSON.stringify(dotted.body));
+  t.is(dotted.body.name, 'İ'.repeat(100));
+  t.is((await under('Shoes')).status, 201);
+  const dup = await under(' shoes ');
+  assertError(t, dup, 409, 'DUPLICATE_CATEGORY');
+  t.regex(dup.body.message, /shoes/);
+  const listed = (await app.request('GET', '/api/v1/categories')).body
+    .filter((c: { parentId: number | null }) => c.parentId === parent.body.id)
+    .map((c: { name: string }) => c.name)
+    .sort();
+  t.deepEqual(listed, ['Cafe', 'Café', 'Shoes', 'a😀', 'a😁', 'İ'.repeat(100)].sort());
+});
+
 test('concurrent creates of one name: exactly one 201, the rest 409', async (t) => {
   const name = `Race ${uniq()}`;
   const results = await Promise.all(Array.from({ length: 8 }, () => create({ name })));
