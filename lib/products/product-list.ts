@@ -52,6 +52,10 @@ function applyVisibility(
   }
 }
 
+function isMysqlQuery(q: Knex.QueryBuilder): boolean {
+  return (q as unknown as { client: { config: { client: string } } }).client.config.client === 'mysql2';
+}
+
 export function applyFilters(
   q: Knex.QueryBuilder,
   viewer: AuthMember | null,
@@ -59,9 +63,17 @@ export function applyFilters(
 ): Knex.QueryBuilder {
   applyVisibility(q, viewer, filters.status);
   // `%` and `_` in the keyword match themselves: escaped with `!` and an explicit ESCAPE clause (both databases).
-  // LOWER() on both sides makes it case-insensitive whatever the column's collation (a contains-match
-  // cannot use a B-tree index anyway). SQLite's LOWER folds ASCII only.
-  if (filters.keyword) q.whereRaw(`LOWER(name) LIKE LOWER(?) ESCAPE '!'`, [likeContains(filters.keyword)]);
+  // Case-insensitive and otherwise exact (a contains-match cannot use a B-tree index anyway): the keyword is
+  // lowercased here (full Unicode, so "CAFÉ" finds "café" on SQLite too), the name by LOWER(). On MySQL the
+  // comparison is forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding
+  // "café") and treat every emoji as equal. SQLite compares bytes, but its LOWER(name) folds ASCII only: a
+  // name with upper-case non-ASCII letters ("CAFÉ") is found by "cafÉ", not by "café".
+  if (filters.keyword) {
+    const binary = isMysqlQuery(q) ? ' COLLATE utf8mb4_bin' : '';
+    q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [
+      likeContains(filters.keyword.toLowerCase()),
+    ]);
+  }
   if (filters.categoryId !== undefined) q.where('category_id', filters.categoryId);
   if (filters.sellerId !== undefined) q.where('seller_id', filters.sellerId);
   if (filters.minPrice !== undefined) q.where('price', '>=', centsToDecimal(filters.minPrice));
