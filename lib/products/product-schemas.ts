@@ -1,6 +1,6 @@
 // Request schemas (yup, strict: unknown fields are a 400) and response JSON Schemas of the product endpoints.
 import * as yup from 'yup';
-import { id, strictObject } from '../http/validate';
+import { id, integer, strictObject } from '../http/validate';
 import { pageEnvelopeSchema, pageQueryFields } from '../http/pagination';
 import type { JsonSchema } from '../http/route';
 import { PRODUCT_STATUSES } from './product-model';
@@ -98,17 +98,11 @@ const queryPrice = (field: string) =>
     .typeError(`${field} must be a decimal number >= 0 with at most 2 decimals`)
     .optional();
 
-const queryInteger = (field: string, min: number, max: number, fallback: number) =>
-  yup
-    .number()
-    .transform((value, original) =>
-      typeof original === 'string' && !/^\d{1,9}$/.test(original.trim()) ? NaN : value,
-    )
-    .typeError(`${field} must be an integer between ${min} and ${max}`)
-    .integer(`${field} must be an integer between ${min} and ${max}`)
-    .min(min, `${field} must be an integer between ${min} and ${max}`)
-    .max(max, `${field} must be an integer between ${min} and ${max}`)
-    .default(fallback);
+/** `limit` from the query, via the shared integer() (plain digits only; a repeated parameter is a 400). */
+const queryLimit = (max: number, fallback: number) => {
+  const message = `limit must be an integer between 1 and ${max}`;
+  return integer().typeError(message).integer(message).min(1, message).max(max, message).default(fallback);
+};
 
 /** The filters shared by the offset and the cursor lists. */
 const filterFields = {
@@ -153,13 +147,13 @@ export type ListProductsQuery = yup.InferType<typeof listProductsQuery>;
 export const cursorProductsQuery = withPriceRange(
   strictObject({
     ...filterFields,
-    limit: queryInteger('limit', 1, 100, 20),
+    limit: queryLimit(100, 20),
     cursor: yup.string().typeError('cursor must be a string').optional(),
   }),
 );
 export type CursorProductsQuery = yup.InferType<typeof cursorProductsQuery>;
 
-export const popularProductsQuery = strictObject({ limit: queryInteger('limit', 1, 50, 10) });
+export const popularProductsQuery = strictObject({ limit: queryLimit(50, 10) });
 
 export const productImageSchema: JsonSchema = {
   type: 'object',

@@ -164,6 +164,24 @@ test('default limit 20; limit outside 1..100 is 400 VALIDATION_ERROR; unknown pa
   }
 });
 
+test('a repeated limit (limit=1&limit=2), or repeated categoryId/sellerId, is 400 VALIDATION_ERROR naming it', async (t) => {
+  for (const [qs, field] of [
+    ['limit=1&limit=2', 'query.limit'],
+    ['limit=5&limit=5', 'query.limit'],
+    ['categoryId=1&categoryId=2', 'query.categoryId'],
+    ['sellerId=1&sellerId=1', 'query.sellerId'],
+  ]) {
+    const res = await app.request('GET', `/api/v1/products/cursor?${qs}`);
+    t.is(res.status, 400, qs);
+    t.like(res.body, { status: 400, code: 'VALIDATION_ERROR' });
+    t.deepEqual(
+      res.body.errors.map((e: { field: string }) => e.field),
+      [field],
+      qs,
+    );
+  }
+});
+
 test('undecodable cursors are 400 INVALID_CURSOR', async (t) => {
   const b64 = (s: string) => Buffer.from(s).toString('base64url');
   const bad = [

@@ -83,6 +83,17 @@ test.serial('order by salesCount desc, id desc, only ON_SALE; limit default 10, 
   }
 });
 
+test.serial('a repeated limit (limit=1&limit=2) is 400 VALIDATION_ERROR naming query.limit', async (t) => {
+  for (const qs of ['limit=1&limit=2', 'limit=3&limit=3']) {
+    const res = await app.request('GET', `/api/v1/products/popular?${qs}`);
+    t.is(res.status, 400, qs);
+    t.like(res.body, { status: 400, code: 'VALIDATION_ERROR' });
+    t.deepEqual(res.body.errors, [
+      { field: 'query.limit', message: 'limit must be an integer between 1 and 50' },
+    ]);
+  }
+});
+
 test.serial('a product change (productChanged) drops the cached list at once', async (t) => {
   const before = await app.request('GET', '/api/v1/products/popular?limit=3');
   const target = onSale.find((p) => !before.body.some((b: { id: number }) => b.id === p.id))!;
