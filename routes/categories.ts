@@ -1,28 +1,30 @@
 // GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, IF_NONE_MATCH_HEADER, sendRepresentation } from '../lib/http/etag';
 import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
-import { CATEGORY_CACHE_TTL_SECONDS } from '../lib/categories/category-service';
 import type { Services } from '../lib/services';
+
+const LIST_HEADERS = cachingResponseHeaders(
+  'public, no-cache: stored, but revalidated on every use, so a new category shows at once',
+);
 
 export function categoryRoutes(services: Services): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
       path: '/categories',
-      summary: 'Every category, ordered by displayOrder then id (cached 1 h; ETag, 304 on If-None-Match)',
+      summary:
+        'Every category, ordered by displayOrder then id (cached 1 h in the service, always revalidated by HTTP caches; ETag, 304 on If-None-Match)',
       tags: ['Categories'],
       auth: 'public',
+      headers: [IF_NONE_MATCH_HEADER],
       responses: {
-        200: { description: 'All categories', schema: categoryListSchema },
-        304: { description: 'Not modified (If-None-Match matched the ETag)' },
+        200: { description: 'All categories', schema: categoryListSchema, headers: LIST_HEADERS },
+        304: { description: 'Not modified (If-None-Match matched the ETag)', headers: LIST_HEADERS },
         ...errorResponses(401),
       },
       handler: async (_input, ctx) => {
-        sendRepresentation(ctx, await services.categories.list(), {
-          scope: 'public',
-          maxAgeSeconds: CATEGORY_CACHE_TTL_SECONDS,
-        });
+        sendRepresentation(ctx, await services.categories.list(), { scope: 'public' });
       },
     }),
     defineRoute({

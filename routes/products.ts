@@ -2,7 +2,7 @@
 // /products/cursor come before /products/:productId (which also only accepts an integer id).
 import type { AuthMember } from '../lib/auth/tokens';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, IF_NONE_MATCH_HEADER, sendRepresentation } from '../lib/http/etag';
 import {
   createProductBody,
   cursorPageSchema,
@@ -19,7 +19,16 @@ import { POPULAR_CACHE_TTL_SECONDS } from '../lib/products/product-service';
 import type { ProductStatus } from '../lib/products/product-model';
 import type { Services } from '../lib/services';
 
-const notModified = { description: 'Not modified (If-None-Match matched the ETag)' };
+const POPULAR_HEADERS = cachingResponseHeaders(
+  `public, max-age=${POPULAR_CACHE_TTL_SECONDS}: the list may be up to ${POPULAR_CACHE_TTL_SECONDS / 60} minutes stale`,
+);
+const DETAIL_HEADERS = cachingResponseHeaders(
+  'public, no-cache (stored, but revalidated on every use, so never stale after a write); private, no-store for a DRAFT seen by its seller or an admin',
+);
+const notModified = (headers: ReturnType<typeof cachingResponseHeaders>) => ({
+  description: 'Not modified (If-None-Match matched the ETag)',
+  headers,
+});
 
 export function productRoutes(services: Services): RouteDef[] {
   return [
@@ -30,9 +39,14 @@ export function productRoutes(services: Services): RouteDef[] {
       tags: ['Products'],
       auth: 'public',
       query: popularProductsQuery,
+      headers: [IF_NONE_MATCH_HEADER],
       responses: {
-        200: { description: 'Popular products (limit 1..50, default 10)', schema: productListSchema },
-        304: notModified,
+        200: {
+          description: 'Popular products (limit 1..50, default 10)',
+          schema: productListSchema,
+          headers: POPULAR_HEADERS,
+        },
+        304: notModified(POPULAR_HEADERS),
         ...errorResponses(400, 401),
       },
       handler: async ({ query }, ctx) => {
@@ -99,13 +113,15 @@ export function productRoutes(services: Services): RouteDef[] {
     defineRoute({
       method: 'get',
       path: '/products/:productId',
-      summary: 'One product (cached 5 min; ETag, 304 on If-None-Match). DRAFT only for its seller and admins',
+      summary:
+        'One product (cached in the service, always revalidated by HTTP caches; ETag, 304 on If-None-Match). DRAFT only for its seller and admins',
       tags: ['Products'],
       auth: 'public',
       params: productIdParams,
+      headers: [IF_NONE_MATCH_HEADER],
       responses: {
-        200: { description: 'The product', schema: productSchema },
-        304: notModified,
+        200: { description: 'The product', schema: productSchema, headers: DETAIL_HEADERS },
+        304: notModified(DETAIL_HEADERS),
         ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
       },
       handler: async ({ params, auth }, ctx) => {

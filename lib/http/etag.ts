@@ -15,8 +15,34 @@ export function representation(value: unknown): Representation {
   return { json, etag: `"${crypto.createHash('sha1').update(json).digest('base64url')}"` };
 }
 
-/** `public` responses may be stored by shared caches for `maxAgeSeconds`; `private` ones depend on the caller. */
-export type CachePolicy = { scope: 'public'; maxAgeSeconds: number } | { scope: 'private' };
+/**
+ * `public` responses may be stored by shared caches: for `maxAgeSeconds` without asking again, or, without
+ * it, `no-cache` (stored but revalidated on every use; the ETag makes that a 304). `private` ones depend on
+ * the caller and are never stored.
+ */
+export type CachePolicy = { scope: 'public'; maxAgeSeconds?: number } | { scope: 'private' };
+
+function cacheControl(policy: CachePolicy): string {
+  if (policy.scope === 'private') return 'private, no-store';
+  return policy.maxAgeSeconds === undefined ? 'public, no-cache' : `public, max-age=${policy.maxAgeSeconds}`;
+}
+
+/** The request header of a cached GET, for a route's `headers` (OpenAPI documentation). */
+export const IF_NONE_MATCH_HEADER = {
+  name: 'If-None-Match',
+  description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
+};
+
+/** The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation). */
+export function cachingResponseHeaders(cacheControlDescription: string) {
+  return {
+    ETag: {
+      description: 'Strong validator of the JSON body; send it back in If-None-Match',
+      schema: { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' },
+    },
+    'Cache-Control': { description: cacheControlDescription, schema: { type: 'string' } },
+  };
+}
 
 /** RFC 9110 If-None-Match: `*`, or a list of (possibly weak) tags compared weakly. */
 export function etagMatches(ifNoneMatch: string, etag: string): boolean {
@@ -30,10 +56,7 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
 /** Sends a cached representation with ETag and Cache-Control; 304 without a body when the client has it. */
 export function sendRepresentation(ctx: Context, rep: Representation, policy: CachePolicy): void {
   ctx.set('ETag', rep.etag);
-  ctx.set(
-    'Cache-Control',
-    policy.scope === 'public' ? `public, max-age=${policy.maxAgeSeconds}` : 'private, no-store',
-  );
+  ctx.set('Cache-Control', cacheControl(policy));
   if (etagMatches(ctx.get('If-None-Match'), rep.etag)) {
     ctx.status = 304;
     return;

@@ -18,6 +18,8 @@ export interface ResponseDoc {
   description: string;
   schema?: JsonSchema;
   contentType?: string;
+  /** Response headers worth documenting (e.g. ETag, Cache-Control); X-Request-Id is always there. */
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
 }
 
 type AnyObjectSchema = yup.ObjectSchema<yup.AnyObject>;

@@ -35,7 +35,7 @@ export interface OpenApiParameter {
 
 export interface OpenApiResponse {
   description: string;
-  headers: Record<string, { $ref: string }>;
+  headers: Record<string, { $ref: string } | { description: string; schema: JsonSchema }>;
   content?: Record<string, { schema: JsonSchema }>;
 }
 
@@ -61,7 +61,10 @@ function schemaRef(schema: JsonSchema): JsonSchema {
 }
 
 function responseObject(doc: ResponseDoc): OpenApiResponse {
-  const out: OpenApiResponse = { description: doc.description, headers: RESPONSE_HEADERS };
+  const out: OpenApiResponse = {
+    description: doc.description,
+    headers: { ...RESPONSE_HEADERS, ...doc.headers },
+  };
   if (doc.schema)
     out.content = { [doc.contentType ?? 'application/json']: { schema: schemaRef(doc.schema) } };
   else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };

@@ -105,7 +105,9 @@ export function createProductService(deps: ProductServiceDeps) {
         if (!allowed) throw notFound(productId);
         return { rep: cached.rep, policy: { scope: 'private' } };
       }
-      return { rep: cached.rep, policy: { scope: 'public', maxAgeSeconds: DETAIL_CACHE_TTL_SECONDS } };
+      // Shared caches may keep it but must revalidate (a cheap 304): after a client's own write (an order,
+      // a PATCH) it must never get the old stock or price from a browser or CDN copy.
+      return { rep: cached.rep, policy: { scope: 'public' } };
     },
 
     async create(seller: AuthMember, input: CreateProductInput): Promise<ProductJson> {

@@ -214,7 +214,13 @@ test('the document is well-formed: unique operationIds, every $ref resolves, eve
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       for (const [status, response] of Object.entries(op.responses)) {
-        t.deepEqual(response.headers, { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } }, `${method} ${path} ${status}`);
+        const { 'X-Request-Id': requestId, ...others } = response.headers as Record<string, any>;
+        t.deepEqual(requestId, { $ref: '#/components/headers/XRequestId' }, `${method} ${path} ${status}`);
+        // Route-specific headers (ETag, Cache-Control of the cached GETs) each carry a description and a schema.
+        for (const [name, header] of Object.entries(others)) {
+          t.is(typeof header.description, 'string', `${method} ${path} ${status} ${name}`);
+          t.is(typeof header.schema?.type, 'string', `${method} ${path} ${status} ${name}`);
+        }
       }
     }
   }

@@ -284,11 +284,15 @@ test('detail visibility: a DRAFT is 404 for anonymous, buyers and other sellers;
   }
 });
 
-test('detail HTTP caching: public max-age=300 with an ETag, 304 on If-None-Match, new ETag after a change', async (t) => {
+test('detail HTTP caching: public, no-cache (always revalidated) with an ETag, 304 on If-None-Match, new ETag after a change', async (t) => {
   const { id } = (await post(newProduct())).body;
   const res = await get(id);
+  t.is(res.status, 200);
+  t.is(res.body.id, id);
   const etag = res.headers.get('etag')!;
-  t.is(res.headers.get('cache-control'), 'public, max-age=300');
+  // Never served from a browser or CDN copy without asking: a client's own write (an order, a PATCH)
+  // must show at once; the ETag keeps the revalidation a cheap 304.
+  t.is(res.headers.get('cache-control'), 'public, no-cache');
   t.regex(etag, /^"[A-Za-z0-9_-]+"$/);
   t.regex(res.headers.get('content-type') ?? '', /application\/json/);
   const notModified = await app.request('GET', `/api/v1/products/${id}`, {
@@ -296,6 +300,8 @@ test('detail HTTP caching: public max-age=300 with an ETag, 304 on If-None-Match
   });
   t.is(notModified.status, 304);
   t.is(notModified.text, '');
+  t.is(notModified.headers.get('etag'), etag);
+  t.is(notModified.headers.get('cache-control'), 'public, no-cache');
   await patch(id, { price: 1.01 });
   const changed = await app.request('GET', `/api/v1/products/${id}`, { headers: { 'If-None-Match': etag } });
   t.is(changed.status, 200);
