@@ -54,7 +54,7 @@ export function imageRoutes(services: Services): RouteDef[] {
         ...errorResponses(
           [400, 'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE, IMAGE_LIMIT_EXCEEDED'],
           401,
-          [403, 'Not a seller, or not the owner of the product (FORBIDDEN)'],
+          [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
           [404, 'Unknown or deleted product (NOT_FOUND)'],
           [413, 'A file is over 10 MB (FILE_TOO_LARGE)'],
           [415, 'Not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)'],
@@ -82,8 +82,8 @@ export function imageRoutes(services: Services): RouteDef[] {
         ...errorResponses(
           400,
           401,
-          [403, 'Not a seller, or not the owner (FORBIDDEN)'],
-          [404, 'Unknown product or image (NOT_FOUND)'],
+          [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
+          [404, 'Unknown or deleted product, or unknown image (NOT_FOUND)'],
         ),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -114,7 +114,10 @@ export function uploadRoutes(services: Services): RouteDef[] {
           contentType: 'image/*',
           schema: binaryFileSchema,
         },
-        ...errorResponses([404, 'No such file, or a name that is not <uuid>.<ext> (NOT_FOUND)']),
+        ...errorResponses([
+          404,
+          'No such file, a name that is not <uuid>.<ext>, or the product is unknown or DELETED (NOT_FOUND)',
+        ]),
       },
       handler: async ({ params }, ctx) => {
         const file = await services.images.openFile(params.productId as number, params.file as string);

@@ -49,13 +49,14 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
   const productDir = (productId: number) => path.join(productsDir, String(productId));
   const publicUrl = (productId: number, storedName: string) => `/uploads/products/${productId}/${storedName}`;
 
-  /** 404 for an unknown or deleted product (and another seller's draft, which they cannot see), 403 for a non-owner. */
+  /**
+   * 404 for an unknown or deleted product, 403 for any other seller's product, DRAFTs included: the same
+   * answers as PATCH/DELETE of the product (API.md: 403 for not the owner of an existing product).
+   */
   function assertOwner(product: Pick<Product, 'sellerId' | 'status'> | undefined, seller: AuthMember): void {
     if (!product || product.status === 'DELETED') throw new NotFoundError('Product not found');
-    if (product.sellerId !== seller.id) {
-      if (product.status === 'DRAFT') throw new NotFoundError('Product not found');
+    if (product.sellerId !== seller.id)
       throw new ForbiddenError('Only the seller of this product may change its images');
-    }
   }
 
   async function listImages(productId: number, trx?: Trx): Promise<ImageJson[]> {
@@ -213,9 +214,16 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
       await events.emit('productChanged', { productId });
     },
 
-    /** Opens a stored image for the static route; 404 for any name that is not `<uuid>.<ext>` or not on disk. */
+    /**
+     * Opens a stored image for the static route; 404 for any name that is not `<uuid>.<ext>` or not on disk,
+     * and for every file of an unknown or DELETED product (its files stay on disk). A DRAFT's images are
+     * served: their names are unguessable UUIDs, known only to whoever was shown them.
+     */
     async openFile(productId: number, fileName: string): Promise<StoredFile> {
       if (!STORED_NAME.test(fileName)) throw new NotFoundError('File not found');
+      // One primary-key lookup.
+      const product = await db('products').where('id', productId).first('status');
+      if (!product || product.status === 'DELETED') throw new NotFoundError('File not found');
       const filePath = path.join(productDir(productId), fileName);
       // Belt and braces: the name pattern already rules out separators and dots-only segments.
       if (path.dirname(filePath) !== productDir(productId)) throw new NotFoundError('File not found');

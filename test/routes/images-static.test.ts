@@ -81,6 +81,38 @@ test('an unknown <uuid>.<ext> is 404 in the error shape', async (t) => {
   t.is(otherProduct.status, 404);
 });
 
+test("a DRAFT product's images stay public by name; once the product is DELETED its files are 404 in the error shape", async (t) => {
+  const id = await createProduct(app, seller.id);
+  const up = await upload(app, id, seller.token, [{ name: 'd.png', data: imageBytes('png') }]);
+  t.is(up.status, 201);
+  const url: string = up.body.images[0].imageUrl;
+  t.is((await fetch(app.url + url)).status, 200);
+  const drafted = await app.request('PATCH', `/api/v1/products/${id}`, {
+    body: { status: 'DRAFT' },
+    token: seller.token,
+  });
+  t.is(drafted.status, 200);
+  t.is(
+    (await fetch(app.url + url)).status,
+    200,
+    'a DRAFT image is served to whoever has its unguessable URL',
+  );
+  const removed = await app.request('DELETE', `/api/v1/products/${id}`, { token: seller.token });
+  t.is(removed.status, 204);
+  t.true(fs.existsSync(path.join(productDir(app, id), path.basename(url))), 'the file is still on disk');
+  for (const method of ['GET', 'HEAD'] as const) {
+    const res = await fetch(app.url + url, { method });
+    t.is(res.status, 404, method);
+    t.is(res.headers.get('content-type'), 'application/json; charset=utf-8', method);
+    if (method === 'GET') {
+      const body = (await res.json()) as Record<string, unknown>;
+      t.like(body, { status: 404, code: 'NOT_FOUND', path: url });
+      t.is(typeof body.message, 'string');
+      t.is(typeof body.requestId, 'string');
+    }
+  }
+});
+
 test('no directory listing', async (t) => {
   for (const p of [
     `/uploads/products/${productId}/`,

@@ -361,7 +361,7 @@ test.serial(
 );
 
 test.serial(
-  'an unknown or deleted product is 404, a bad id is 400; the owner may add images to a draft',
+  "an unknown or deleted product is 404, a bad id is 400; another seller's draft is 403 (upload and delete); the owner may add images to a draft",
   async (t) => {
     const unknown = await upload(app, 99_999_999, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
     t.is(unknown.status, 404);
@@ -384,12 +384,23 @@ test.serial(
     const strangerOnDraft = await upload(app, draftId, otherSeller.token, [
       { name: 'a.png', data: imageBytes('png') },
     ]);
-    t.is(strangerOnDraft.status, 404);
+    // Like PATCH/DELETE of the product: an existing product of someone else is 403, whatever its status.
+    t.is(strangerOnDraft.status, 403);
+    t.like(strangerOnDraft.body, { status: 403, code: 'FORBIDDEN' });
+    await assertNothingStored(t, draftId);
     const ownerOnDraft = await upload(app, draftId, seller.token, [
       { name: 'a.png', data: imageBytes('png') },
     ]);
     t.is(ownerOnDraft.status, 201);
     t.is(ownerOnDraft.body.images.length, 1);
+    const strangerDelete = await app.request(
+      'DELETE',
+      `/api/v1/products/${draftId}/images/${ownerOnDraft.body.images[0].id}`,
+      { token: otherSeller.token },
+    );
+    t.is(strangerDelete.status, 403);
+    t.like(strangerDelete.body, { status: 403, code: 'FORBIDDEN' });
+    t.is((await imageRows(app, draftId)).length, 1);
   },
 );
 
