@@ -3,7 +3,7 @@
 import type { Trx } from '../db';
 import { currentRequestId } from '../request-context';
 
-export type OutboxEvent =
+export type OutboxEvent = (
   | {
       type: 'OrderCreated';
       recipientId: number;
@@ -13,7 +13,11 @@ export type OutboxEvent =
       type: 'OrderStatusChanged';
       recipientId: number;
       payload: { buyerId: number; orderId: number; orderNumber: string; from: string; to: string };
-    };
+    }
+) & {
+  /** The request that caused the event, when it is not the current one (a group commit writes many). */
+  requestId?: string | null;
+};
 
 export interface OutboxRow {
   event_type: string;
@@ -31,7 +35,7 @@ export function outboxRows(events: OutboxEvent[], now: Date, requestId = current
     event_type: event.type,
     recipient_id: event.recipientId,
     payload: JSON.stringify(event.payload),
-    request_id: requestId ?? null,
+    request_id: (event.requestId === undefined ? requestId : event.requestId) ?? null,
     attempts: 0,
     next_attempt_at: now,
     created_at: now,

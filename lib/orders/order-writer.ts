@@ -4,7 +4,7 @@
 // rows and, for requests with an Idempotency-Key, the response to replay.
 import type { Knex } from 'knex';
 import { centsToDecimal, fromCents } from '../db';
-import { writeOutbox, type OutboxEvent } from '../notifications/outbox';
+import { writeOutbox } from '../notifications/outbox';
 import type { ProductView } from '../inventory/stock-sql';
 import { insertWithIds } from './insert-ids';
 import { newOrderNumber } from './order-number';
@@ -128,23 +128,18 @@ export async function writePlacements(
     })),
   );
 
-  // One outbox insert per request id (usually one per placement): the id travels to the delivery log.
-  const eventsByRequest = new Map<string, OutboxEvent[]>();
-  for (const draft of drafts) {
-    const key = placements[draft.placement].requestId ?? '';
-    const list = eventsByRequest.get(key) ?? [];
-    list.push({
-      type: 'OrderCreated',
+  // One multi-row outbox insert for the whole batch; each event keeps the id of the request that placed
+  // it, which travels to the delivery log.
+  await writeOutbox(
+    trx,
+    drafts.map((draft) => ({
+      type: 'OrderCreated' as const,
       recipientId: draft.sellerId,
       payload: { sellerId: draft.sellerId, orderId: idOf(draft), orderNumber: draft.orderNumber },
-    });
-    eventsByRequest.set(key, list);
-  }
-  const outboxRows = [...eventsByRequest].map(([requestId, events]) => ({
-    requestId: requestId || null,
-    events,
-  }));
-  for (const { requestId, events } of outboxRows) await writeOutbox(trx, events, now, requestId);
+      requestId: placements[draft.placement].requestId ?? null,
+    })),
+    now,
+  );
 
   const results: OrderJson[][] = placements.map(() => []);
   const iso = now.toISOString();
