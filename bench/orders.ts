@@ -9,7 +9,7 @@
 //
 // Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_CONCURRENCY [64],
 // BENCH_DURATION_MS [10000], BENCH_WARMUP_MS [2000], BENCH_ROUNDS [2], BENCH_SCENARIOS [hot,spread,cart],
-// BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20].
+// BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20], BENCH_SERVER_NODE_ARGS (flags for the server process).
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -35,6 +35,8 @@ const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
 const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,cart').split(',') as Scenario[];
 const MODES = (env.BENCH_MODES ?? 'actor,transactional').split(',') as Mode[];
 const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
+// Extra node flags for the server process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
+const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const SPREAD_PRODUCTS = 1000;
 const BIG_STOCK = 100_000_000;
 
@@ -70,7 +72,7 @@ async function withAdmin<T>(fn: (admin: Knex) => Promise<T>): Promise<T> {
 }
 
 function startServer(databaseUrl: string, mode: Mode): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', 'lib/server.ts'], {
     cwd: root,
     env: {
       ...env,
