@@ -77,13 +77,20 @@ export const PAGE_QUERY_DOC = {
  * Counts the rows of `query` and fetches one page of them. `query` carries the filters and the ORDER BY
  * (a total order, e.g. ending in the id, so pages never overlap); the count ignores the order and selection.
  */
+/** Rows matching `query` (its select and order are ignored). */
+export async function countRows(query: Knex.QueryBuilder): Promise<number> {
+  const counted = (await query.clone().clearSelect().clearOrder().count({ total: '*' }).first()) as
+    { total: number | string } | undefined;
+  return Number(counted?.total ?? 0);
+}
+
+/** One page of `query` and the total; `countTotal` lets a caller supply a cached count. */
 export async function fetchPage<Row>(
   query: Knex.QueryBuilder,
   request: PageRequest,
+  countTotal: () => Promise<number> = () => countRows(query),
 ): Promise<{ rows: Row[]; total: number }> {
-  const counted = (await query.clone().clearSelect().clearOrder().count({ total: '*' }).first()) as
-    { total: number | string } | undefined;
-  const total = Number(counted?.total ?? 0);
+  const total = await countTotal();
   const rows =
     total > request.page * request.size
       ? ((await query

@@ -8,7 +8,7 @@ import { createCache } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { representation, type CachePolicy, type Representation } from '../http/etag';
-import { fetchPage, pageEnvelope, type Page } from '../http/pagination';
+import { countRows, fetchPage, pageEnvelope, type Page } from '../http/pagination';
 import type { CategoryService } from '../categories/category-service';
 import { Product } from './product-model';
 import { productsJson, type ProductJson } from './product-json';
@@ -19,6 +19,7 @@ import type { CreateProductInput, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
 export const POPULAR_CACHE_TTL_SECONDS = 600;
+export const COUNT_CACHE_TTL_SECONDS = 10;
 
 export interface CursorPage {
   content: ProductJson[];
@@ -50,9 +51,16 @@ export function createProductService(deps: ProductServiceDeps) {
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
   const popularCache = createCache<Representation>(POPULAR_CACHE_TTL_SECONDS);
 
+  // totalElements of the offset list, per filter set and viewer: a COUNT over the visible catalogue is the
+  // list's dominant cost, so it runs at most once per COUNT_CACHE_TTL_SECONDS (single-flight) and is
+  // recounted at once after any product change this process hears of (another process's changes show
+  // within the TTL).
+  const countCache = createCache<number>(COUNT_CACHE_TTL_SECONDS);
+
   events.on('productChanged', ({ productId }) => {
     detailCache.del(String(productId));
     popularCache.flush();
+    countCache.flush();
   });
 
   async function loadOne(productId: number): Promise<ProductJson | null> {
@@ -180,9 +188,21 @@ export function createProductService(deps: ProductServiceDeps) {
       viewer: AuthMember | null,
       query: ProductFilters & { page: number; size: number; sort: string },
     ): Promise<Page<ProductJson>> {
-      const base = applySort(applyFilters(db('products').select('*'), viewer, query), parseSort(query.sort));
-      const { rows, total } = await fetchPage<Record<string, unknown>>(base, query);
-      return pageEnvelope(await productsJson(db, rows), query, total);
+      const filtered = applyFilters(db('products').select('*'), viewer, query);
+      const countKey = JSON.stringify([
+        // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
+        viewer?.role === 'SELLER' ? viewer.id : viewer?.role === 'ADMIN' ? 'ADMIN' : null,
+        query.keyword ?? null,
+        query.categoryId ?? null,
+        query.sellerId ?? null,
+        query.status ?? null,
+        query.minPrice ?? null,
+        query.maxPrice ?? null,
+      ]);
+      const total = () => countCache.getOrLoad(countKey, () => countRows(filtered));
+      const base = applySort(filtered, parseSort(query.sort));
+      const { rows, total: totalElements } = await fetchPage<Record<string, unknown>>(base, query, total);
+      return pageEnvelope(await productsJson(db, rows), query, totalElements);
     },
 
     /** Keyset list by createdAt desc, id desc: reads limit + 1 rows to learn whether more follow. */
