@@ -1,3 +1,4 @@
+import { strictObject } from '../lib/http/validate';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import {
   createOrderBody,
@@ -49,7 +50,9 @@ export function orderRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ body, auth }, ctx) => {
-        const result = await services.orders.place(auth!.id, body, ctx.get('Idempotency-Key') || undefined);
+        // A header that is present but empty is a bad key (400), not "no key".
+        const key = ctx.headers['idempotency-key'] === undefined ? undefined : ctx.get('Idempotency-Key');
+        const result = await services.orders.place(auth!.id, body, key);
         if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
         ctx.status = result.status;
         ctx.body = result.body;
@@ -92,6 +95,8 @@ export function orderRoutes(services: Services): RouteDef[] {
       tags: ['Orders'],
       auth: ['BUYER'],
       params: orderIdParams,
+      // No body is needed; if one is sent it must be an empty JSON object (request schemas are strict).
+      body: strictObject({}),
       responses: {
         200: { description: 'The cancelled order', schema: orderSchema },
         ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),

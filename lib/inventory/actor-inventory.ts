@@ -5,7 +5,7 @@
 import type { Db } from '../db';
 import type { Logger } from '../logger';
 import { ServiceUnavailableError } from '../errors';
-import type { PlacementLine } from '../orders/order-writer';
+import { assertAmountsFit, type PlacementLine } from '../orders/order-writer';
 import { createStockRegistry, type Reservation } from '../../actors/registry';
 import { createOrderCommitter, RetryPlacement } from '../../actors/order-committer';
 import type { AfterCommit, Inventory, PlacementRequest } from './inventory';
@@ -46,6 +46,7 @@ export function createActorInventory(options: ActorInventoryOptions) {
             reservations.push(result.reservation);
             lines.push({ product: result.product, quantity: item.quantity });
           }
+          assertAmountsFit(lines);
         } catch (err) {
           for (const reservation of reservations) registry.release(reservation);
           throw err;

@@ -3,7 +3,7 @@
 // write the orders. SQLite ignores FOR UPDATE but runs one writer at a time.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
-import { writePlacements, type PlacementLine } from '../orders/order-writer';
+import { assertAmountsFit, writePlacements, type PlacementLine } from '../orders/order-writer';
 import type { AfterCommit, Inventory, PlacementRequest } from './inventory';
 import { deductStock, judgeLine, loadProductViews, refusalError, totalsByProduct } from './stock-sql';
 
@@ -36,6 +36,7 @@ export function createTransactionalInventory({
               if (reason) throw refusalError(reason, item.productId, view?.name);
               lines.push({ product: view!, quantity: item.quantity });
             }
+            assertAmountsFit(lines);
             const now = new Date();
             const refused = await deductStock(trx, totalsByProduct(items), now);
             if (refused.length > 0)

@@ -7,6 +7,7 @@ import { centsToDecimal, fromCents } from '../db';
 import { writeOutbox } from '../notifications/outbox';
 import type { ProductView } from '../inventory/stock-sql';
 import { insertWithIds } from './insert-ids';
+import { ValidationError } from '../errors';
 import { newOrderNumber } from './order-number';
 import type { OrderJson, ShippingAddress } from './order-json';
 
@@ -32,6 +33,30 @@ interface DraftOrder {
   sellerId: number;
   lines: PlacementLine[];
   totalCents: number;
+}
+
+/** DECIMAL(12,2): the largest amount an order's total (and so each subtotal) can hold, in cents. */
+export const MAX_AMOUNT_CENTS = 999_999_999_999;
+
+/**
+ * Refuses (400) a placement whose order for some seller would not fit DECIMAL(12,2), before anything is
+ * written, so one oversized cart never fails the other requests of a group commit.
+ */
+export function assertAmountsFit(lines: PlacementLine[]): void {
+  const totals = new Map<number, number>();
+  for (const line of lines) {
+    totals.set(
+      line.product.sellerId,
+      (totals.get(line.product.sellerId) ?? 0) + line.product.priceCents * line.quantity,
+    );
+  }
+  for (const total of totals.values()) {
+    if (total > MAX_AMOUNT_CENTS) {
+      throw new ValidationError('Order total is too large', [
+        { field: 'orderItems', message: `an order's total must be at most ${MAX_AMOUNT_CENTS / 100}` },
+      ]);
+    }
+  }
 }
 
 /** Writes `placements`; returns each placement's orders as API JSON, in placement order. */

@@ -1,0 +1,109 @@
+// Edge cases found in review: totals that would not fit DECIMAL(12,2), Idempotency-Key comparison and
+// presence, and the strict (empty) body of a cancellation. Both inventory modes, both databases.
+import test from 'ava';
+import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
+import { placeOrder, productRow, world } from './order-fixtures';
+
+const apps: Record<string, TestApp> = {};
+let database: TestDatabase;
+test.before(async () => {
+  database = await createTestDatabase();
+  apps.actor = await startTestApp({ database });
+  apps.transactional = await startTestApp({ database, env: { INVENTORY_MODE: 'transactional' } });
+});
+test.after.always(async () => {
+  for (const app of Object.values(apps)) await app.close();
+  await database?.drop();
+});
+
+for (const mode of ['actor', 'transactional'] as const) {
+  test.serial(
+    `${mode}: a total over 9,999,999,999.99 is 400 and deducts nothing; a cart placed alongside it succeeds`,
+    async (t) => {
+      const app = apps[mode];
+      const { buyer, product } = await world(app);
+      const big = await product({ price: '9999999999.99', stockQuantity: 5000 });
+      const normal = await product({ price: '10.00', stockQuantity: 5 });
+      const [tooBig, fine] = await Promise.all([
+        placeOrder(app, buyer.token, [{ productId: big, quantity: 1000 }]),
+        placeOrder(app, buyer.token, [{ productId: normal, quantity: 1 }]),
+      ]);
+      t.is(tooBig.status, 400);
+      t.like(tooBig.body, {
+        status: 400,
+        code: 'VALIDATION_ERROR',
+        errors: [{ field: 'orderItems', message: "an order's total must be at most 9999999999.99" }],
+      });
+      t.is(fine.status, 201);
+      t.is((await productRow(app, big)).stock, 5000);
+      t.is((await productRow(app, normal)).stock, 4);
+      // The largest total that fits is accepted.
+      const exact = await placeOrder(app, buyer.token, [{ productId: big, quantity: 1 }]);
+      t.is(exact.status, 201);
+      t.is(exact.body.orders[0].totalAmount, 9999999999.99);
+      const twice = await placeOrder(app, buyer.token, [{ productId: big, quantity: 2 }]);
+      t.is(twice.status, 400);
+    },
+  );
+
+  test.serial(
+    `${mode}: Idempotency-Keys are compared exactly: keys differing in case are two keys`,
+    async (t) => {
+      const app = apps[mode];
+      const { buyer, product } = await world(app);
+      const productId = await product({ stockQuantity: 10 });
+      const first = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }], {
+        'Idempotency-Key': `CaseKey-${mode}`,
+      });
+      const second = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }], {
+        'Idempotency-Key': `casekey-${mode}`,
+      });
+      const replay = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }], {
+        'Idempotency-Key': `CaseKey-${mode}`,
+      });
+      t.is(first.status, 201);
+      t.is(second.status, 201);
+      t.not(second.body.orders[0].id, first.body.orders[0].id);
+      t.is(second.headers.get('idempotent-replayed'), null);
+      t.is(replay.status, 201);
+      t.is(replay.headers.get('idempotent-replayed'), 'true');
+      t.deepEqual(replay.body, first.body);
+      t.is((await productRow(app, productId)).stock, 8);
+    },
+  );
+}
+
+test('an empty Idempotency-Key header is 400, not "no key"', async (t) => {
+  const app = apps.actor;
+  const { buyer, product } = await world(app);
+  const productId = await product({ stockQuantity: 10 });
+  const res = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }], { 'Idempotency-Key': '' });
+  t.is(res.status, 400);
+  t.like(res.body, { code: 'VALIDATION_ERROR', errors: [{ field: 'headers.Idempotency-Key' }] });
+  t.is((await productRow(app, productId)).stock, 10);
+});
+
+test('cancel takes no body: unknown fields are 400, an empty object is fine', async (t) => {
+  const app = apps.actor;
+  const { buyer, product } = await world(app);
+  const productId = await product({ stockQuantity: 10 });
+  const placed = await placeOrder(app, buyer.token, [{ productId, quantity: 2 }]);
+  const orderId = placed.body.orders[0].id;
+  const withReason = await app.request('POST', `/api/v1/orders/${orderId}/cancel`, {
+    token: buyer.token,
+    body: { reason: 'x' },
+  });
+  t.is(withReason.status, 400);
+  t.like(withReason.body, {
+    code: 'VALIDATION_ERROR',
+    errors: [{ field: 'reason', message: 'unknown field' }],
+  });
+  t.is((await productRow(app, productId)).stock, 8);
+  const empty = await app.request('POST', `/api/v1/orders/${orderId}/cancel`, {
+    token: buyer.token,
+    body: {},
+  });
+  t.is(empty.status, 200);
+  t.is(empty.body.status, 'CANCELLED');
+  t.is((await productRow(app, productId)).stock, 10);
+});
