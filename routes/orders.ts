@@ -26,7 +26,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         {
           name: 'Idempotency-Key',
           description:
-            'Optional, 1-255 visible ASCII characters. The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
+            'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
         },
       ],
       responses: {
@@ -37,7 +37,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(
           [
             400,
-            'VALIDATION_ERROR (quantity 1..1000, a productId twice, strings in shippingAddress, unknown fields)',
+            'VALIDATION_ERROR (quantity 1..1000, a productId twice, strings in shippingAddress, unknown fields, an order total over 9999999999.99, an empty or malformed Idempotency-Key)',
           ],
           401,
           403,
