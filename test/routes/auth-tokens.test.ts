@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import test from 'ava';
 import jwt from 'jsonwebtoken';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { assertError } from '../helpers/assertions';
 import { createMember, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -16,18 +17,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-function assertError(t: any, res: any, status: number, code: string, path: string) {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body.status, status);
-  t.is(res.body.code, code);
-  t.is(typeof res.body.message, 'string');
-  t.is(res.body.path, path);
-  t.regex(res.body.timestamp, ISO_MS);
-  t.is(res.body.requestId, res.headers.get('x-request-id'));
-}
 
 const b64url = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
 

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { assertError, ISO_MS } from '../helpers/assertions';
 import { createMember, uniq } from '../helpers/factories';
 
 let app: TestApp;
@@ -10,8 +11,6 @@ test.after.always(async () => {
   await app?.close();
 });
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
 const buyerBody = (overrides: Record<string, unknown> = {}) => ({
   email: `new-${uniq()}@example.test`,
   password: 'Secret-pass-1',
@@ -20,16 +19,6 @@ const buyerBody = (overrides: Record<string, unknown> = {}) => ({
   role: 'BUYER',
   ...overrides,
 });
-
-function assertError(t: any, res: any, status: number, code: string, path: string) {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body.status, status);
-  t.is(res.body.code, code);
-  t.is(typeof res.body.message, 'string');
-  t.is(res.body.path, path);
-  t.regex(res.body.timestamp, ISO_MS);
-  t.is(res.body.requestId, res.headers.get('x-request-id'));
-}
 
 test('signup as a buyer: 201 with the member JSON, email trimmed and lower-cased', async (t) => {
   const email = `Mixed.${uniq()}@Example.TEST`;

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { assertError } from '../helpers/assertions';
 import { createMember, uniq, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -13,15 +14,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-function assertError(t: any, res: any, status: number, code: string) {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.like(res.body, { status, code });
-  t.is(typeof res.body.message, 'string');
-  t.regex(res.body.timestamp, ISO_MS);
-}
 
 const create = (body: unknown, token = admin.token) =>
   app.request('POST', '/api/v1/admin/categories', { body, token });

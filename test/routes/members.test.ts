@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { assertError, ISO_MS } from '../helpers/assertions';
 import { createMember, uniq, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -9,18 +10,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-function assertError(t: any, res: any, status: number, code: string, path: string) {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.is(res.body.status, status);
-  t.is(res.body.code, code);
-  t.is(typeof res.body.message, 'string');
-  t.is(res.body.path, path);
-  t.regex(res.body.timestamp, ISO_MS);
-  t.is(res.body.requestId, res.headers.get('x-request-id'));
-}
 
 async function login(member: { email: string; password: string }) {
   const res = await app.request('POST', '/api/v1/auth/login', {

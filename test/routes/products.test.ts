@@ -1,6 +1,7 @@
 // Product create/edit/delete, the status rules, visibility of the detail, its cache and HTTP caching.
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { assertError, ISO_MS } from '../helpers/assertions';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -22,15 +23,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-function assertError(t: any, res: any, status: number, code: string) {
-  t.is(res.status, status, JSON.stringify(res.body));
-  t.like(res.body, { status, code });
-  t.is(typeof res.body.message, 'string');
-  t.regex(res.body.timestamp, ISO_MS);
-}
 
 const newProduct = (overrides: Record<string, unknown> = {}) => ({
   categoryId,
