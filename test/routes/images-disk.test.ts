@@ -50,19 +50,22 @@ test.serial('an upload streams to a temporary file on disk while the body is sti
     });
     req.on('error', reject);
   });
+  done.catch(() => undefined); // awaited below; never an unhandled rejection if an assertion fails first
   req.write(
     `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`,
   );
   req.write(data.subarray(0, half));
 
-  // The first half is on disk, in the request's temporary directory, before the rest is even sent.
+  // The first half is on disk, in the request's temporary directory, before the rest is even sent. The
+  // multipart parser may hold back a few trailing bytes that could be the start of the boundary.
+  const expected = half - (boundary.length + 8);
   let sizes: number[] = [];
-  for (let i = 0; i < 200 && !(sizes.length === 1 && sizes[0] >= half); i++) {
+  for (let i = 0; i < 200 && !(sizes.length === 1 && sizes[0] >= expected); i++) {
     await sleep(20);
     sizes = tmpSizes();
   }
   t.is(sizes.length, 1);
-  t.true(sizes[0] >= half, `temporary file holds ${sizes[0]} bytes`);
+  t.true(sizes[0] >= expected, `temporary file holds ${sizes[0]} bytes`);
   t.deepEqual(await imageRows(app, productId), []);
 
   req.write(data.subarray(half));
