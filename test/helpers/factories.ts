@@ -84,3 +84,12 @@ export async function createProduct(
   });
   return id;
 }
+
+/** Logs a member in through the real endpoint; throws unless it answers 200. */
+export async function login(app: TestApp, member: { email: string; password: string }) {
+  const res = await app.request('POST', '/api/v1/auth/login', {
+    body: { email: member.email, password: member.password },
+  });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
+  return res.body as { accessToken: string; refreshToken: string };
+}

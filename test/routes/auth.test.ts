@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError, ISO_MS } from '../helpers/assertions';
-import { createMember, uniq } from '../helpers/factories';
+import { createMember, uniq, login } from '../helpers/factories';
 
 let app: TestApp;
 test.before(async () => {
@@ -250,55 +250,17 @@ test('login throttling: parallel wrong guesses cannot exceed the limit', async (
 
 test('a successful login clears the failure counter', async (t) => {
   const member = await createMember(app);
-  for (let i = 0; i < 4; i++) {
-    t.is(
-      (
-        await app.request('POST', '/api/v1/auth/login', {
-          body: { email: member.email, password: 'Wrong-pass-1' },
-        })
-      ).status,
-      401,
-    );
-  }
-  t.is(
-    (
-      await app.request('POST', '/api/v1/auth/login', {
-        body: { email: member.email, password: member.password },
-      })
-    ).status,
-    200,
-  );
-  for (let i = 0; i < 5; i++) {
-    t.is(
-      (
-        await app.request('POST', '/api/v1/auth/login', {
-          body: { email: member.email, password: 'Wrong-pass-1' },
-        })
-      ).status,
-      401,
-    );
-  }
-  t.is(
-    (
-      await app.request('POST', '/api/v1/auth/login', {
-        body: { email: member.email, password: member.password },
-      })
-    ).status,
-    429,
-  );
+  const attempt = async (password: string) =>
+    (await app.request('POST', '/api/v1/auth/login', { body: { email: member.email, password } })).status;
+  for (let i = 0; i < 4; i++) t.is(await attempt('Wrong-pass-1'), 401);
+  t.is(await attempt(member.password), 200);
+  for (let i = 0; i < 5; i++) t.is(await attempt('Wrong-pass-1'), 401);
+  t.is(await attempt(member.password), 429);
 });
-
-async function login(member: { email: string; password: string }) {
-  const res = await app.request('POST', '/api/v1/auth/login', {
-    body: { email: member.email, password: member.password },
-  });
-  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
-  return res.body as { accessToken: string; refreshToken: string };
-}
 
 test('refresh: 200 with a new pair; the used refresh token stops working', async (t) => {
   const member = await createMember(app, 'SELLER');
-  const first = await login(member);
+  const first = await login(app, member);
   const res = await app.request('POST', '/api/v1/auth/refresh', {
     body: { refreshToken: first.refreshToken },
   });
@@ -319,7 +281,7 @@ test('refresh: 200 with a new pair; the used refresh token stops working', async
 
 test('refresh reuse: presenting a rotated token is 401 and revokes the whole family, newest token included', async (t) => {
   const member = await createMember(app);
-  const first = await login(member);
+  const first = await login(app, member);
   const second = (
     await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: first.refreshToken } })
   ).body;
@@ -335,7 +297,7 @@ test('refresh reuse: presenting a rotated token is 401 and revokes the whole fam
   t.is(rows.length, 2);
   t.true(rows.every((row: any) => row.revoked_at !== null));
   // Another login (another family) is unaffected.
-  const other = await login(member);
+  const other = await login(app, member);
   t.is(
     (await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: other.refreshToken } }))
       .status,
@@ -345,7 +307,7 @@ test('refresh reuse: presenting a rotated token is 401 and revokes the whole fam
 
 test('refresh races: the same token presented 5 times at once yields exactly one successor', async (t) => {
   const member = await createMember(app);
-  const first = await login(member);
+  const first = await login(app, member);
   const results = await Promise.all(
     Array.from({ length: 5 }, () =>
       app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: first.refreshToken } }),
@@ -388,11 +350,11 @@ test('refresh with a missing or unknown token: 400 / 401', async (t) => {
 
 test('logout: 204, revokes the family; the refresh token and its successors stop working', async (t) => {
   const member = await createMember(app);
-  const first = await login(member);
+  const first = await login(app, member);
   const second = (
     await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: first.refreshToken } })
   ).body;
-  const otherSession = await login(member);
+  const otherSession = await login(app, member);
   const res = await app.request('POST', '/api/v1/auth/logout', {
     body: { refreshToken: second.refreshToken },
   });
@@ -441,14 +403,14 @@ test('logout with an access token or garbage instead of a refresh token: 401 INV
 
 test("login deletes the member's expired refresh tokens and keeps the live ones", async (t) => {
   const member = await createMember(app);
-  const old = await login(member);
-  const live = await login(member);
+  const old = await login(app, member);
+  const live = await login(app, member);
   const oldRow = await app.db('refresh_tokens').where({ member_id: member.id }).orderBy('id').first();
   await app
     .db('refresh_tokens')
     .where({ id: oldRow.id })
     .update({ expires_at: new Date(Date.now() - 1000) });
-  await login(member);
+  await login(app, member);
   const rows = await app.db('refresh_tokens').where({ member_id: member.id });
   t.is(rows.length, 2);
   t.false(rows.some((row: any) => row.id === oldRow.id));

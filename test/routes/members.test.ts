@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError, ISO_MS } from '../helpers/assertions';
-import { createMember, uniq, type TestMember } from '../helpers/factories';
+import { createMember, uniq, type TestMember, login } from '../helpers/factories';
 
 let app: TestApp;
 test.before(async () => {
@@ -10,14 +10,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-async function login(member: { email: string; password: string }) {
-  const res = await app.request('POST', '/api/v1/auth/login', {
-    body: { email: member.email, password: member.password },
-  });
-  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
-  return res.body as { accessToken: string; refreshToken: string };
-}
 
 test('GET /members/me: the caller, in exactly the member JSON shape', async (t) => {
   const seller = await createMember(app, 'SELLER');
@@ -144,14 +136,14 @@ test('PATCH /members/me: field validation', async (t) => {
 
 test('password change with a wrong currentPassword: 400, nothing changes, sessions survive', async (t) => {
   const buyer = await createMember(app);
-  const session = await login(buyer);
+  const session = await login(app, buyer);
   const res = await app.request('PATCH', '/api/v1/members/me', {
     token: buyer.token,
     body: { password: 'New-password-1', currentPassword: 'not-the-password' },
   });
   assertError(t, res, 400, 'VALIDATION_ERROR', '/api/v1/members/me');
   t.deepEqual(res.body.errors, [{ field: 'currentPassword', message: 'currentPassword is incorrect' }]);
-  t.is((await login(buyer)).accessToken.length > 0, true);
+  t.is((await login(app, buyer)).accessToken.length > 0, true);
   t.is(
     (await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: session.refreshToken } }))
       .status,
@@ -161,8 +153,8 @@ test('password change with a wrong currentPassword: 400, nothing changes, sessio
 
 test('password change: 200, the old password stops working, the new one works, every refresh token is revoked', async (t) => {
   const buyer = await createMember(app);
-  const sessionA = await login(buyer);
-  const sessionB = await login(buyer);
+  const sessionA = await login(app, buyer);
+  const sessionB = await login(app, buyer);
   const res = await app.request('PATCH', '/api/v1/members/me', {
     token: sessionA.accessToken,
     body: { password: 'Brand-new-pass-2', currentPassword: buyer.password },
@@ -248,13 +240,13 @@ const matrix: Array<{
     method: 'POST',
     path: '/api/v1/auth/refresh',
     expect: { anonymous: 200, BUYER: 200, SELLER: 200, ADMIN: 200 },
-    body: async () => ({ refreshToken: (await login(await createMember(app))).refreshToken }),
+    body: async () => ({ refreshToken: (await login(app, await createMember(app))).refreshToken }),
   },
   {
     method: 'POST',
     path: '/api/v1/auth/logout',
     expect: { anonymous: 204, BUYER: 204, SELLER: 204, ADMIN: 204 },
-    body: async () => ({ refreshToken: (await login(await createMember(app))).refreshToken }),
+    body: async () => ({ refreshToken: (await login(app, await createMember(app))).refreshToken }),
   },
 ];
 
