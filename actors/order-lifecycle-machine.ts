@@ -32,6 +32,17 @@ export interface TransitionMeta {
   description: string;
 }
 
+/** The buyer's cancellation, the same from PENDING and from CONFIRMED. */
+const cancelByBuyer = {
+  target: 'CANCELLED',
+  guard: 'byBuyer',
+  actions: 'recordChangedBy',
+  meta: {
+    role: 'BUYER',
+    description: 'Buyer cancels; stock and salesCount are restored',
+  } satisfies TransitionMeta,
+} as const;
+
 export const orderLifecycleMachine = setup({
   types: {
     context: {} as OrderLifecycleContext,
@@ -58,15 +69,7 @@ export const orderLifecycleMachine = setup({
           actions: 'recordChangedBy',
           meta: { role: 'SELLER', description: 'Seller confirms the order' } satisfies TransitionMeta,
         },
-        CANCEL: {
-          target: 'CANCELLED',
-          guard: 'byBuyer',
-          actions: 'recordChangedBy',
-          meta: {
-            role: 'BUYER',
-            description: 'Buyer cancels; stock and salesCount are restored',
-          } satisfies TransitionMeta,
-        },
+        CANCEL: cancelByBuyer,
       },
     },
     CONFIRMED: {
@@ -78,15 +81,7 @@ export const orderLifecycleMachine = setup({
           actions: 'recordChangedBy',
           meta: { role: 'SELLER', description: 'Seller ships the order' } satisfies TransitionMeta,
         },
-        CANCEL: {
-          target: 'CANCELLED',
-          guard: 'byBuyer',
-          actions: 'recordChangedBy',
-          meta: {
-            role: 'BUYER',
-            description: 'Buyer cancels; stock and salesCount are restored',
-          } satisfies TransitionMeta,
-        },
+        CANCEL: cancelByBuyer,
       },
     },
     SHIPPED: {
