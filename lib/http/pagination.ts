@@ -68,11 +68,6 @@ export function pageEnvelopeSchema(itemSchema: JsonSchema): JsonSchema {
 }
 
 /** OpenAPI descriptions of the two query parameters, for routes that document them by hand. */
-export const PAGE_QUERY_DOC = {
-  page: 'Page number, from 0 (default 0)',
-  size: `Page size, 1..${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
-};
-
 /**
  * Counts the rows of `query` and fetches one page of them. `query` carries the filters and the ORDER BY
  * (a total order, e.g. ending in the id, so pages never overlap); the count ignores the order and selection.
