@@ -129,20 +129,3 @@ export function nextStatus(current: OrderStatus, event: OrderLifecycleEvent): Or
   const [after] = transition(orderLifecycleMachine, before, event);
   return after.value as OrderStatus;
 }
-
-/** Every transition with its event, target, guard and role (the walk of the definition, for docs and tests). */
-export function transitionsTable(): Array<{
-  from: OrderStatus;
-  event: string;
-  to: OrderStatus;
-  role: OrderRole;
-  guard: string;
-}> {
-  return walk.transitions.map((transition) => ({
-    from: transition.from as OrderStatus,
-    event: transition.event,
-    to: transition.to as OrderStatus,
-    role: transition.meta!.role,
-    guard: transition.guard ?? '',
-  }));
-}

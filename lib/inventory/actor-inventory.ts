@@ -77,7 +77,6 @@ export function createActorInventory(options: ActorInventoryOptions) {
       return result as Awaited<ReturnType<typeof write>>;
     },
 
-    activeActors: () => registry.activeCount(),
     inspect: (productId) => registry.inspect(productId),
 
     async stop() {

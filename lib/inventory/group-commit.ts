@@ -72,8 +72,6 @@ export function createGroupCommit(options: GroupCommitOptions) {
   const queue: Queued[] = [];
   let flushing: Promise<void> | null = null;
   const finishing = new Set<Promise<void>>();
-  let batches = 0;
-  let committedRequests = 0;
 
   async function commitBatch(batch: Queued[]): Promise<void> {
     const changes = totalsByProduct(batch.flatMap((entry) => entry.reservations));
@@ -98,8 +96,6 @@ export function createGroupCommit(options: GroupCommitOptions) {
       }
       return;
     }
-    batches++;
-    committedRequests += batch.length;
     for (const entry of batch) for (const reservation of entry.reservations) registry.committed(reservation);
     // Answer after the announcements (caches dropped), without holding up the next batch.
     const done = options
@@ -140,7 +136,6 @@ export function createGroupCommit(options: GroupCommitOptions) {
         startFlushing();
       });
     },
-    stats: () => ({ batches, committedRequests }),
     /** Waits until every queued request is committed (or failed) and answered. */
     async drain(): Promise<void> {
       while (flushing || finishing.size > 0) {

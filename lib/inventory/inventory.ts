@@ -47,8 +47,6 @@ export interface Inventory {
    * `write` is one guarded statement (it never lets stock go below 0); the actor re-reads the product after it.
    */
   changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
-  /** Number of product actors in memory (0 in transactional mode). */
-  activeActors(): number;
   /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */
   inspect(productId: number): { stock: number; reserved: number; status: string } | null;
   /** Finishes in-flight work (pending group commits) and stops the actors. */

@@ -66,7 +66,6 @@ export function createTransactionalInventory({
       return write();
     },
 
-    activeActors: () => 0,
     inspect: () => null,
     async stop() {},
   };

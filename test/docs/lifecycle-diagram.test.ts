@@ -7,7 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { ORDER_STATUSES, transitionsTable } from '../../actors/order-lifecycle-machine';
+import {
+  ORDER_STATUSES,
+  orderLifecycleMachine,
+  type TransitionMeta,
+} from '../../actors/order-lifecycle-machine';
+import { walkMachine } from '../../actors/machine-walk';
 import { diagramDot, renderSvg } from '../../lib/order-diagram/diagram-dot';
 import { diagramModel } from '../../lib/order-diagram/diagram-model';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -37,8 +42,10 @@ test('the model walked from the machine has every order status and every transit
     model.states.filter((s) => s.final).map((s) => s.name),
     ['DELIVERED', 'CANCELLED'],
   );
-  // Cross-check against the machine's own node API (a different path into the same definition).
-  const fromMachine = transitionsTable().map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
+  // The model carries every transition of the machine's walk, each with the role from its meta.
+  const fromMachine = walkMachine<TransitionMeta>(orderLifecycleMachine).transitions.map(
+    (r) => `${r.from} ${r.event}[${r.guard}] ${r.meta?.role} -> ${r.to}`,
+  );
   const fromModel = model.transitions.map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
   t.deepEqual(fromModel.sort(), fromMachine.sort());
   t.true(model.transitions.every((tr) => tr.role === 'SELLER' || tr.role === 'BUYER'));
