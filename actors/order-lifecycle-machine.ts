@@ -2,11 +2,9 @@
 // status change with the pure `transition()` API on a snapshot restored from the persisted status; the
 // tests and the visualizer read the same definition. Each transition's `meta` names the role that may
 // trigger it; the guards check that role on the event (ownership is checked by the service, which has
-// the database).
-import { assign, setup, transition } from 'xstate';
-
-export const ORDER_STATUSES = ['PENDING', 'CONFIRMED', 'SHIPPED', 'DELIVERED', 'CANCELLED'] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
+// the database). The status list and the seller's events are derived from this definition.
+import { assign, setup, transition, type StateValueFrom } from 'xstate';
+import { walkMachine } from './machine-walk';
 
 export type OrderRole = 'BUYER' | 'SELLER';
 
@@ -100,12 +98,21 @@ export const orderLifecycleMachine = setup({
   },
 });
 
+export type OrderStatus = Extract<StateValueFrom<typeof orderLifecycleMachine>, string>;
+
+const walk = walkMachine<TransitionMeta>(orderLifecycleMachine);
+
+/** Every order status, in the order the machine defines them. */
+export const ORDER_STATUSES: readonly OrderStatus[] = walk.states.map((state) => state.name as OrderStatus);
+
+type SellerEvent = Extract<OrderLifecycleEvent['type'], 'CONFIRM' | 'SHIP' | 'DELIVER'>;
+
 /** The seller event that moves an order INTO `target` (one step forward), if there is one. */
-export const SELLER_EVENT_FOR_TARGET: Partial<Record<OrderStatus, 'CONFIRM' | 'SHIP' | 'DELIVER'>> = {
-  CONFIRMED: 'CONFIRM',
-  SHIPPED: 'SHIP',
-  DELIVERED: 'DELIVER',
-};
+export const SELLER_EVENT_FOR_TARGET: Partial<Record<OrderStatus, SellerEvent>> = Object.fromEntries(
+  walk.transitions
+    .filter((transition) => transition.meta?.role === 'SELLER')
+    .map((transition) => [transition.to, transition.event]),
+);
 
 /** A machine snapshot for an order whose persisted status is `status`. */
 export function snapshotFor(status: OrderStatus, changedBy: number | null = null) {
@@ -121,33 +128,4 @@ export function nextStatus(current: OrderStatus, event: OrderLifecycleEvent): Or
   if (!before.can(event)) return null;
   const [after] = transition(orderLifecycleMachine, before, event);
   return after.value as OrderStatus;
-}
-
-/** Statuses from which `role` can move the order, with the event and target (for docs and tests). */
-export function transitionsTable(): Array<{
-  from: OrderStatus;
-  event: string;
-  to: OrderStatus;
-  role: OrderRole;
-  guard: string;
-}> {
-  const rows: Array<{ from: OrderStatus; event: string; to: OrderStatus; role: OrderRole; guard: string }> =
-    [];
-  for (const [from, node] of Object.entries(orderLifecycleMachine.states)) {
-    for (const [event, defs] of node.transitions) {
-      for (const def of defs) {
-        const meta = def.meta as TransitionMeta;
-        const target = def.target?.[0]?.key as OrderStatus;
-        const guard = def.guard;
-        rows.push({
-          from: from as OrderStatus,
-          event,
-          to: target,
-          role: meta.role,
-          guard: typeof guard === 'string' ? guard : String((guard as { type?: string })?.type ?? ''),
-        });
-      }
-    }
-  }
-  return rows;
 }

@@ -1,11 +1,13 @@
 // One product's stock, as an XState v5 actor (Akka/Orleans style: one actor per entity, activated on
 // first use, passivated when idle). It serialises every stock command for the product in memory:
 // reservations are decided here against `stock - reserved`, one at a time, without touching the
-// database; the order committer writes them (guarded in SQL) and reports back COMMITTED or RELEASE.
+// database; the group commit (lib/inventory) writes them, guarded in SQL, and reports back COMMITTED or
+// RELEASE.
 // I/O happens only in the invoked `loadProduct` / `runExclusive` promise actors; commands that arrive
 // meanwhile are deferred and replayed in arrival order.
 import { assign, enqueueActions, fromPromise, setup } from 'xstate';
-import { judgeLine, type ProductView, type RefusalReason } from '../lib/inventory/stock-sql';
+import { statusFollowingStock } from './product-status';
+import { judgeLine, type ProductView, type RefusalReason } from './stock-rules';
 
 export type ReserveReply =
   { ok: true; product: ProductView } | { ok: false; reason: RefusalReason; product: ProductView | null };
@@ -65,14 +67,24 @@ const DEFERRED = ['RESERVE', 'RELEASE', 'COMMITTED', 'RESTOCKED', 'RELOAD', 'EXC
 
 const available = (context: ProductStockContext) => (context.product?.stock ?? 0) - context.reserved;
 
-export const productStockMachine = setup({
+type ReserveCommand = Extract<StockCommand, { type: 'RESERVE' }>;
+type ExclusiveCommand = Extract<StockCommand, { type: 'EXCLUSIVE' }>;
+
+/** The product after `delta` units of stock left (< 0) or came back (> 0); the status follows the stock. */
+function withStockChange(product: ProductView | null, delta: number): ProductView | null {
+  if (!product) return null;
+  const stock = product.stock + delta;
+  return { ...product, stock, status: statusFollowingStock(product.status, stock) };
+}
+
+const stockSetup = setup({
   types: {
     context: {} as ProductStockContext,
     events: {} as StockCommand,
     input: {} as ProductStockInput,
   },
   actors: {
-    // Provided by the registry (it owns the database); this default fails loudly if it was not.
+    // Provided by the registry (it is given the loader); this default fails loudly if it was not.
     loadProduct: fromPromise<LoadedView, { productId: number }>(async () => {
       throw new Error('loadProduct was not provided');
     }),
@@ -82,66 +94,73 @@ export const productStockMachine = setup({
     idle: ({ context }) => context.idleMs,
   },
   guards: {
-    fits: ({ context, event }) =>
-      event.type === 'RESERVE' && judgeLine(context.product, event.quantity, available(context)) === null,
-    viewIsStale: ({ context, event }) =>
-      event.type === 'RESERVE' && event.at - context.loadedAt > context.freshMs,
+    fits: ({ context }, params: { quantity: number }) =>
+      judgeLine(context.product, params.quantity, available(context)) === null,
+    viewIsStale: ({ context }, params: { at: number }) => params.at - context.loadedAt > context.freshMs,
     holdsNothing: ({ context }) => context.reserved === 0 && context.pending.length === 0,
   },
   actions: {
-    defer: assign({ pending: ({ context, event }) => [...context.pending, event] }),
+    defer: assign({
+      pending: ({ context }, params: { command: StockCommand }) => [...context.pending, params.command],
+    }),
     replayDeferred: enqueueActions(({ context, enqueue }) => {
       if (context.pending.length === 0) return;
       for (const command of context.pending) enqueue.raise(command);
       enqueue.assign({ pending: [] });
     }),
-    adoptLoaded: assign(({ event }) => {
-      const { view, at } = (event as unknown as { output: LoadedView }).output;
-      return { product: view, loadedAt: at };
-    }),
+    adoptLoaded: assign((_, params: LoadedView) => ({ product: params.view, loadedAt: params.at })),
     reserve: assign({
-      reserved: ({ context, event }) => context.reserved + (event as { quantity: number }).quantity,
+      reserved: ({ context }, params: { quantity: number }) => context.reserved + params.quantity,
     }),
     release: assign({
-      reserved: ({ context, event }) =>
-        Math.max(0, context.reserved - (event as { quantity: number }).quantity),
+      reserved: ({ context }, params: { quantity: number }) =>
+        Math.max(0, context.reserved - params.quantity),
     }),
-    commit: assign(({ context, event }) => {
-      const { quantity } = event as { quantity: number };
-      const product = context.product && { ...context.product, stock: context.product.stock - quantity };
-      if (product && product.stock <= 0 && product.status === 'ON_SALE') product.status = 'SOLD_OUT';
-      return { product, reserved: Math.max(0, context.reserved - quantity) };
-    }),
-    restock: assign(({ context, event }) => {
-      const { quantity } = event as { quantity: number };
-      const product = context.product && { ...context.product, stock: context.product.stock + quantity };
-      if (product && product.stock > 0 && product.status === 'SOLD_OUT') product.status = 'ON_SALE';
-      return { product };
-    }),
-    takeExclusive: assign({ current: ({ event }) => event as Extract<StockCommand, { type: 'EXCLUSIVE' }> }),
+    commit: assign(({ context }, params: { quantity: number }) => ({
+      product: withStockChange(context.product, -params.quantity),
+      reserved: Math.max(0, context.reserved - params.quantity),
+    })),
+    restock: assign(({ context }, params: { quantity: number }) => ({
+      product: withStockChange(context.product, params.quantity),
+    })),
+    takeExclusive: assign({ current: (_, params: { command: ExclusiveCommand }) => params.command }),
     // Replies hand the decision back to the waiting caller (resolving its promise); no I/O here.
-    replyReserved: ({ context, event }) => {
-      if (event.type === 'RESERVE') event.reply({ ok: true, product: context.product! });
+    replyReserved: ({ context }, params: { command: ReserveCommand }) => {
+      params.command.reply({ ok: true, product: context.product! });
     },
-    replyRefused: ({ context, event }) => {
-      if (event.type !== 'RESERVE') return;
-      const reason = judgeLine(context.product, event.quantity, available(context)) ?? 'INSUFFICIENT_STOCK';
-      event.reply({ ok: false, reason, product: context.product });
+    replyRefused: ({ context }, params: { command: ReserveCommand }) => {
+      const { command } = params;
+      const reason = judgeLine(context.product, command.quantity, available(context)) ?? 'INSUFFICIENT_STOCK';
+      command.reply({ ok: false, reason, product: context.product });
     },
     replyExclusive: enqueueActions(({ context, enqueue }) => {
       context.current?.reply(context.product);
       enqueue.assign({ current: null });
     }),
-    failExclusive: enqueueActions(({ context, event, enqueue }) => {
-      context.current?.fail((event as unknown as { error: unknown }).error);
+    failExclusive: enqueueActions(({ context, enqueue }, params: { error: unknown }) => {
+      context.current?.fail(params.error);
       enqueue.assign({ current: null });
     }),
-    failPending: ({ context, event }) => {
-      const error = (event as unknown as { error: unknown }).error;
-      for (const command of context.pending) if ('fail' in command) command.fail(error);
+    failPending: ({ context }, params: { error: unknown }) => {
+      for (const command of context.pending) if ('fail' in command) command.fail(params.error);
     },
   },
-}).createMachine({
+});
+
+// While loading or writing, every command waits its turn.
+const deferEach = Object.fromEntries(
+  DEFERRED.map((type) => [
+    type,
+    {
+      actions: {
+        type: 'defer' as const,
+        params: ({ event }: { event: StockCommand }) => ({ command: event }),
+      },
+    },
+  ]),
+);
+
+export const productStockMachine = stockSetup.createMachine({
   id: 'productStock',
   context: ({ input }) => ({
     productId: input.productId,
@@ -160,10 +179,13 @@ export const productStockMachine = setup({
       invoke: {
         src: 'loadProduct',
         input: ({ context }) => ({ productId: context.productId }),
-        onDone: { target: 'ready', actions: 'adoptLoaded' },
-        onError: { target: 'failed', actions: 'failPending' },
+        onDone: { target: 'ready', actions: { type: 'adoptLoaded', params: ({ event }) => event.output } },
+        onError: {
+          target: 'failed',
+          actions: { type: 'failPending', params: ({ event }) => ({ error: event.error }) },
+        },
       },
-      on: Object.fromEntries(DEFERRED.map((type) => [type, { actions: 'defer' }])),
+      on: deferEach,
     },
     ready: {
       description: 'Deciding commands in memory, one at a time',
@@ -172,15 +194,46 @@ export const productStockMachine = setup({
       on: {
         // `reenter` restarts the idle timer on every command.
         RESERVE: [
-          { guard: 'fits', target: 'ready', reenter: true, actions: ['reserve', 'replyReserved'] },
-          { guard: 'viewIsStale', target: 'loading', actions: 'defer' },
-          { target: 'ready', reenter: true, actions: 'replyRefused' },
+          {
+            guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
+            target: 'ready',
+            reenter: true,
+            actions: [
+              { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
+              { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
+            ],
+          },
+          {
+            guard: { type: 'viewIsStale', params: ({ event }) => ({ at: event.at }) },
+            target: 'loading',
+            actions: { type: 'defer', params: ({ event }) => ({ command: event }) },
+          },
+          {
+            target: 'ready',
+            reenter: true,
+            actions: { type: 'replyRefused', params: ({ event }) => ({ command: event }) },
+          },
         ],
-        RELEASE: { target: 'ready', reenter: true, actions: 'release' },
-        COMMITTED: { target: 'ready', reenter: true, actions: 'commit' },
-        RESTOCKED: { target: 'ready', reenter: true, actions: 'restock' },
+        RELEASE: {
+          target: 'ready',
+          reenter: true,
+          actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) },
+        },
+        COMMITTED: {
+          target: 'ready',
+          reenter: true,
+          actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) },
+        },
+        RESTOCKED: {
+          target: 'ready',
+          reenter: true,
+          actions: { type: 'restock', params: ({ event }) => ({ quantity: event.quantity }) },
+        },
         RELOAD: { target: 'loading' },
-        EXCLUSIVE: { target: 'writing', actions: 'takeExclusive' },
+        EXCLUSIVE: {
+          target: 'writing',
+          actions: { type: 'takeExclusive', params: ({ event }) => ({ command: event }) },
+        },
       },
     },
     writing: {
@@ -188,11 +241,17 @@ export const productStockMachine = setup({
       invoke: {
         src: 'runExclusive',
         input: ({ context }) => ({ run: context.current!.run }),
-        onDone: { target: 'ready', actions: ['adoptLoaded', 'replyExclusive'] },
+        onDone: {
+          target: 'ready',
+          actions: [{ type: 'adoptLoaded', params: ({ event }) => event.output }, 'replyExclusive'],
+        },
         // The write failed; its effect is unknown to us, so re-read before deciding anything.
-        onError: { target: 'loading', actions: 'failExclusive' },
+        onError: {
+          target: 'loading',
+          actions: { type: 'failExclusive', params: ({ event }) => ({ error: event.error }) },
+        },
       },
-      on: Object.fromEntries(DEFERRED.map((type) => [type, { actions: 'defer' }])),
+      on: deferEach,
     },
     failed: { type: 'final', description: 'Loading failed; the registry drops the actor' },
     passivated: { type: 'final', description: 'Idle with nothing reserved; memory released' },

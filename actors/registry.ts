@@ -2,11 +2,11 @@
 // passivates (idle, nothing reserved) or fails. Activation is synchronous (createActor + start; the
 // actor loads its product itself and defers commands meanwhile), so concurrent first requests for a
 // product always find the same actor. Every actor is subscribed with an `error` observer: an actor
-// error fails its outstanding commands instead of crashing the process.
+// error fails its outstanding commands instead of crashing the process. The registry does no I/O of its
+// own: it is given the function that reads a product (lib/inventory passes its repository's).
 import { createActor, fromPromise, type Actor } from 'xstate';
-import type { Db } from '../lib/db';
 import type { Logger } from '../lib/logger';
-import { loadProductView, type ProductView } from '../lib/inventory/stock-sql';
+import type { ProductView } from './stock-rules';
 import {
   productStockMachine,
   type LoadedView,
@@ -39,8 +39,11 @@ export class ActorStoppedError extends Error {
   }
 }
 
+/** Reads a product's current view from the store (null when there is no such product). */
+export type ProductLoader = (productId: number) => Promise<ProductView | null>;
+
 export interface RegistryOptions {
-  db: Db;
+  load: ProductLoader;
   logger: Logger;
   idleMs: number;
   freshMs?: number;
@@ -53,7 +56,7 @@ export function createStockRegistry(options: RegistryOptions) {
   const machine = productStockMachine.provide({
     actors: {
       loadProduct: fromPromise<LoadedView, { productId: number }>(async ({ input }) => {
-        const view = await loadProductView(options.db, input.productId);
+        const view = await options.load(input.productId);
         return { view, at: Date.now() };
       }),
     },
@@ -144,7 +147,7 @@ export function createStockRegistry(options: RegistryOptions) {
         type: 'EXCLUSIVE',
         run: async () => {
           await run();
-          return { view: await loadProductView(options.db, productId), at: Date.now() };
+          return { view: await options.load(productId), at: Date.now() };
         },
         reply: done,
         fail,

@@ -67,9 +67,29 @@ export function createDb(database: Config['database']): Db {
   return knexFactory(knexConfig(database));
 }
 
-export function isMysql(db: Db): boolean {
-  return db.client.config.client === 'mysql2';
-}
+/** Anything knex-made that knows its client: the knex instance, a transaction, a query builder. */
+type KnexSource = Knex | Knex.QueryBuilder | { client: unknown };
+
+/**
+ * The one place that tells the two databases apart. Code that must differ asks `dialect.of(x)` (or the
+ * shorthand `dialect.isMysql(x)`) instead of reading knex's client name itself.
+ */
+export const dialect = {
+  of(source: KnexSource): 'mysql' | 'sqlite' {
+    const client = (source as { client: { config: { client: string } } }).client.config.client;
+    return client === 'mysql2' ? 'mysql' : 'sqlite';
+  },
+  isMysql(source: KnexSource): boolean {
+    return dialect.of(source) === 'mysql';
+  },
+  /**
+   * The id a multi-row INSERT reports is the FIRST row's on MySQL/MariaDB (mysql2) and the LAST row's on
+   * SQLite (knex reports the last rowid); the first id of `count` rows either way.
+   */
+  firstInsertedId(source: KnexSource, reported: number, count: number): number {
+    return dialect.isMysql(source) ? reported : reported - count + 1;
+  },
+};
 
 /** Rows changed by an UPDATE/DELETE through the query builder, on either database. */
 export function affectedRows(result: unknown): number {

@@ -8,8 +8,8 @@ import { createLoginThrottle } from './auth/login-throttle';
 import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
-import { createEventBus } from './events';
-import { createLifecycleService } from './lifecycle/lifecycle-service';
+import { createCatalogHooks, createEventBus } from './events';
+import { createOrderDiagramService } from './order-diagram/diagram-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
 import { createImageService } from './images/image-service';
@@ -32,14 +32,14 @@ export function createServices(deps: Deps) {
   const health = createHealthService(deps);
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
-  const { inventory, afterCommit } = createInventory({ ...deps, events, dispatcher });
+  const inventory = createInventory({ ...deps, catalog: createCatalogHooks(events) });
   const orders = createOrderService({
     db: deps.db,
     inventory,
     idempotency: createIdempotencyStore(deps),
-    afterCommit,
+    notifications: { wake: () => dispatcher.kick() },
   });
-  const lifecycle = createLifecycleService();
+  const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService(deps);
   const products = createProductService({
     ...deps,
@@ -55,7 +55,7 @@ export function createServices(deps: Deps) {
     events,
     tokens,
     health,
-    lifecycle,
+    orderDiagram,
     categories,
     products,
     auth,

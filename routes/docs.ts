@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import * as yup from 'yup';
 import { NotFoundError } from '../lib/errors';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { id, strictObject } from '../lib/http/validate';
+import { strictObject } from '../lib/http/validate';
 import {
   buildOpenApiDocument,
   type OpenApiDocument,
@@ -127,41 +127,7 @@ export function docsPageRoutes(services: Services, apiPrefix: string): RouteDef[
       responses: { 200: { description: 'The diagram page', contentType: 'text/html', schema: HTML } },
       handler: async (_input, ctx) => {
         ctx.type = 'text/html; charset=utf-8';
-        ctx.body = await services.lifecycle.diagramPage();
-      },
-    }),
-  ];
-}
-
-/** GET /api/v1/orders/:orderId/lifecycle: one order's diagram, readable by whoever may read the order. */
-export function orderLifecycleRoutes(services: Services): RouteDef[] {
-  return [
-    defineRoute({
-      method: 'get',
-      path: '/orders/:orderId/lifecycle',
-      summary: "The order's lifecycle diagram (SVG) with its current status and the path it took highlighted",
-      tags: ['Orders'],
-      auth: 'any',
-      params: strictObject({ orderId: id().required() }),
-      responses: {
-        200: {
-          description: 'The diagram; the current status has class "current", the transitions taken "taken"',
-          contentType: 'image/svg+xml',
-          schema: { type: 'string' },
-        },
-        ...errorResponses(
-          400,
-          401,
-          [403, 'Not the buyer, a seller with items in it, or an admin (FORBIDDEN)'],
-          [404, 'Unknown order (NOT_FOUND)'],
-        ),
-      },
-      handler: async ({ params, auth }, ctx) => {
-        // The orders service decides who may read the order (same rule as GET /orders/:orderId).
-        const order = await services.orders.get(params.orderId, auth!);
-        ctx.type = 'image/svg+xml; charset=utf-8';
-        ctx.set('Cache-Control', 'private, no-cache');
-        ctx.body = await services.lifecycle.orderDiagram(order);
+        ctx.body = await services.orderDiagram.diagramPage();
       },
     }),
   ];

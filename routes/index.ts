@@ -3,7 +3,7 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
-import { docsPageRoutes, openApiRoutes, orderLifecycleRoutes } from './docs';
+import { docsPageRoutes, openApiRoutes } from './docs';
 import { categoryRoutes } from './categories';
 import { productRoutes } from './products';
 import { authRoutes } from './auth';
@@ -36,7 +36,7 @@ export function routeTable(services: Services): RouteGroup[] {
     },
     // Documentation last: the OpenAPI document describes every group above (and itself).
     { prefix: '', routes: docsPageRoutes(services, API_PREFIX) },
-    { prefix: API_PREFIX, routes: [...orderLifecycleRoutes(services), ...openApiRoutes(() => groups)] },
+    { prefix: API_PREFIX, routes: openApiRoutes(() => groups) },
   ];
   return groups;
 }

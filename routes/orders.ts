@@ -52,10 +52,10 @@ export function orderRoutes(services: Services): RouteDef[] {
       handler: async ({ body, auth }, ctx) => {
         // A header that is present but empty is a bad key (400), not "no key".
         const key = ctx.headers['idempotency-key'] === undefined ? undefined : ctx.get('Idempotency-Key');
-        const result = await services.orders.place(auth!.id, body, key);
-        if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
-        ctx.status = result.status;
-        ctx.body = result.body;
+        const { orders, replayed } = await services.orders.place(auth!.id, body, key);
+        if (replayed) ctx.set('Idempotent-Replayed', 'true');
+        ctx.status = 201;
+        ctx.body = { orders };
       },
     }),
     defineRoute({
@@ -86,6 +86,34 @@ export function orderRoutes(services: Services): RouteDef[] {
       },
       handler: async ({ params, auth }, ctx) => {
         ctx.body = await services.orders.get(params.orderId, auth!);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/orders/:orderId/lifecycle',
+      summary: "The order's lifecycle diagram (SVG) with its current status and the path it took highlighted",
+      tags: ['Orders'],
+      auth: 'any',
+      params: orderIdParams,
+      responses: {
+        200: {
+          description: 'The diagram; the current status has class "current", the transitions taken "taken"',
+          contentType: 'image/svg+xml',
+          schema: { type: 'string' },
+        },
+        ...errorResponses(
+          400,
+          401,
+          [403, 'Not the buyer, a seller with items in it, or an admin (FORBIDDEN)'],
+          [404, 'Unknown order (NOT_FOUND)'],
+        ),
+      },
+      handler: async ({ params, auth }, ctx) => {
+        // The orders service decides who may read the order (same rule as GET /orders/:orderId).
+        const order = await services.orders.get(params.orderId, auth!);
+        ctx.type = 'image/svg+xml; charset=utf-8';
+        ctx.set('Cache-Control', 'private, no-cache');
+        ctx.body = await services.orderDiagram.orderDiagram(order);
       },
     }),
     defineRoute({

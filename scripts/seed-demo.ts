@@ -5,7 +5,7 @@
 // repeated instants), so keyset pagination is exercised the way real imports stress it.
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../lib/config';
-import { createDb, isMysql, type Db } from '../lib/db';
+import { createDb, dialect, type Db } from '../lib/db';
 import { hashPassword } from '../lib/auth/passwords';
 import { seedDemo } from '../seeds/01_demo';
 
@@ -112,7 +112,7 @@ export async function seedCatalog(db: Db, options: SeedCatalogOptions): Promise<
   const end = Date.now();
   let previous = end - yearMs;
   // knex writes a multi-row INSERT for SQLite as a compound SELECT, which SQLite caps at 500 terms.
-  const batch = isMysql(db) ? options.batch : Math.min(options.batch, 500);
+  const batch = dialect.isMysql(db) ? options.batch : Math.min(options.batch, 500);
   let done = 0;
   while (done < options.products) {
     const rows = [];

@@ -3,11 +3,11 @@
 // served diagram. `--out <dir>` writes elsewhere (the tests use it).
 import fs from 'node:fs';
 import path from 'node:path';
-import { lifecycleDot, renderSvg } from '../lib/lifecycle/lifecycle-diagram';
-import { lifecycleModel } from '../lib/lifecycle/lifecycle-model';
+import { diagramDot, renderSvg } from '../lib/order-diagram/diagram-dot';
+import { diagramModel } from '../lib/order-diagram/diagram-model';
 
 async function writeLifecycleDiagram(outDir: string): Promise<{ dotPath: string; svgPath: string }> {
-  const dot = lifecycleDot(lifecycleModel());
+  const dot = diagramDot(diagramModel());
   const svg = await renderSvg(dot);
   fs.mkdirSync(outDir, { recursive: true });
   const dotPath = path.join(outDir, 'order-lifecycle.dot');

@@ -149,10 +149,10 @@ export function planTable(plans: PlanRow[]): string {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { loadConfig } = await import('../../lib/config');
-  const { createDb, isMysql } = await import('../../lib/db');
+  const { createDb, dialect } = await import('../../lib/db');
   const db = createDb(loadConfig().database);
   try {
-    if (!isMysql(db)) throw new Error('EXPLAIN plans are for MariaDB/MySQL: set DATABASE_URL');
+    if (!dialect.isMysql(db)) throw new Error('EXPLAIN plans are for MariaDB/MySQL: set DATABASE_URL');
     console.log(planTable(await explainCatalog(db)));
   } finally {
     await db.destroy();

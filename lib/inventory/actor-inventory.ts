@@ -1,15 +1,15 @@
 // Actor mode (the default): each product's stock actor decides reservations in memory, in product-id
-// order across a cart; the order committer writes every waiting request in one transaction, guarded in
+// order across a request; the group commit writes every waiting request in one transaction, guarded in
 // SQL. If the guard refuses (another process sold the stock) the batch is rolled back, the actor
 // re-reads, and the request decides again from the start.
 import type { Db } from '../db';
 import type { Logger } from '../logger';
 import { ServiceUnavailableError } from '../errors';
-import { assertAmountsFit, type PlacementLine } from '../orders/order-writer';
 import { createStockRegistry, type Reservation } from '../../actors/registry';
-import { createOrderCommitter, RetryPlacement } from '../../actors/order-committer';
-import type { AfterCommit, Inventory, PlacementRequest } from './inventory';
-import { refusalError } from './stock-sql';
+import { createGroupCommit, RetryPlacement } from './group-commit';
+import type { AnnounceChanges, DecidedLine, Inventory } from './inventory';
+import { refusalError } from './refusal-error';
+import { loadProductView, restoreStock } from './stock-repository';
 
 const MAX_ATTEMPTS = 20;
 
@@ -17,28 +17,28 @@ export interface ActorInventoryOptions {
   db: Db;
   logger: Logger;
   idleMs: number;
-  afterCommit: AfterCommit;
+  announce: AnnounceChanges;
 }
 
 export function createActorInventory(options: ActorInventoryOptions) {
-  const registry = createStockRegistry({ db: options.db, logger: options.logger, idleMs: options.idleMs });
-  const committer = createOrderCommitter({
-    db: options.db,
+  const { db } = options;
+  const registry = createStockRegistry({
+    load: (productId) => loadProductView(db, productId),
     logger: options.logger,
-    registry,
-    afterCommit: options.afterCommit,
+    idleMs: options.idleMs,
   });
+  const groupCommit = createGroupCommit({ db, logger: options.logger, registry, announce: options.announce });
 
-  const inventory: Inventory & { registry: typeof registry; committer: typeof committer } = {
+  const inventory: Inventory & { registry: typeof registry; groupCommit: typeof groupCommit } = {
     mode: 'actor',
     registry,
-    committer,
+    groupCommit,
 
-    async place(request: PlacementRequest) {
+    async place(request, writer) {
       const items = [...request.items].sort((a, b) => a.productId - b.productId);
       for (let attempt = 1; ; attempt++) {
         const reservations: Reservation[] = [];
-        const lines: PlacementLine[] = [];
+        const lines: DecidedLine[] = [];
         try {
           for (const item of items) {
             const result = await registry.reserve(item.productId, item.quantity);
@@ -46,23 +46,14 @@ export function createActorInventory(options: ActorInventoryOptions) {
             reservations.push(result.reservation);
             lines.push({ product: result.product, quantity: item.quantity });
           }
-          assertAmountsFit(lines);
+          writer.check({ details: request.details, lines });
         } catch (err) {
           for (const reservation of reservations) registry.release(reservation);
           throw err;
         }
         try {
-          // From here on the committer owns the reservations (commits or releases them).
-          return await committer.submit(
-            {
-              buyerId: request.buyerId,
-              address: request.address,
-              lines,
-              idempotencyKeyId: request.idempotencyKeyId,
-              requestId: request.requestId,
-            },
-            reservations,
-          );
+          // From here on the group commit owns the reservations (commits or releases them).
+          return await groupCommit.submit({ details: request.details, lines }, writer, reservations);
         } catch (err) {
           if (!(err instanceof RetryPlacement)) throw err;
           if (attempt >= MAX_ATTEMPTS)
@@ -71,8 +62,11 @@ export function createActorInventory(options: ActorInventoryOptions) {
       }
     },
 
-    restored(changes) {
+    restore: (trx, changes, now) => restoreStock(trx, changes, now),
+
+    async restored(changes) {
       for (const change of changes) registry.restocked(change.productId, change.quantity);
+      await options.announce(changes.map((change) => change.productId));
     },
 
     async changeProduct(productId, write) {
@@ -83,11 +77,10 @@ export function createActorInventory(options: ActorInventoryOptions) {
       return result as Awaited<ReturnType<typeof write>>;
     },
 
-    activeActors: () => registry.activeCount(),
     inspect: (productId) => registry.inspect(productId),
 
     async stop() {
-      await committer.drain();
+      await groupCommit.drain();
       registry.stop();
     },
   };

@@ -1,35 +1,57 @@
-// The inventory: how an order request becomes committed orders with their stock deducted. Two modes
-// with the same API and guarantees (config.inventoryMode): `actor` (per-product stock actors + group
-// commit, the default) and `transactional` (one transaction per order with row locks, the baseline).
-import type { OrderJson, ShippingAddress } from '../orders/order-json';
-import type { StockChange } from './stock-sql';
+// The inventory: how a request to take stock (an order) becomes committed, with its stock deducted, and
+// how stock comes back. Two modes with the same API and guarantees (config.inventoryMode): `actor`
+// (per-product stock actors + group commit, the default) and `transactional` (one transaction per
+// request with row locks, the baseline). The inventory knows nothing of orders: the caller passes the
+// writer of its own rows, which runs inside the transaction that deducts the stock.
+import type { Trx } from '../db';
+import type { ProductView, StockChange } from '../../actors/stock-rules';
 
-export interface PlacementRequest {
-  buyerId: number;
-  address: ShippingAddress;
+export type { ProductView, StockChange } from '../../actors/stock-rules';
+
+/** A request to take stock: the lines and whatever the writer needs to record it (`details`). */
+export interface StockRequest<D> {
   items: StockChange[];
-  idempotencyKeyId?: number;
-  requestId?: string;
+  details: D;
+}
+
+/** A line of a request once decided: the product as it was judged (price and name snapshots) and the quantity. */
+export interface DecidedLine {
+  product: ProductView;
+  quantity: number;
+}
+
+/** A request whose every line was accepted: ready to be written. */
+export interface DecidedRequest<D> {
+  details: D;
+  lines: DecidedLine[];
+}
+
+/** The caller's half of placing: checks and writes its own rows (orders) for decided requests. */
+export interface StockWriter<D, R> {
+  /** Refuses (throws) a decided request before anything is written, so it never fails a whole batch. */
+  check(request: DecidedRequest<D>): void;
+  /** Writes `batch` inside the transaction that deducts its stock; one result per request, in order. */
+  write(trx: Trx, batch: DecidedRequest<D>[], now: Date): Promise<R[]>;
 }
 
 export interface Inventory {
   readonly mode: 'actor' | 'transactional';
-  /** Decides, deducts and writes one order request; resolves only after its transaction committed. */
-  place(request: PlacementRequest): Promise<OrderJson[]>;
-  /** Tells the inventory that a committed transaction gave `changes` back (a cancellation). */
-  restored(changes: StockChange[]): void;
+  /** Decides, deducts and writes one request; resolves with the writer's result after its transaction committed. */
+  place<D, R>(request: StockRequest<D>, writer: StockWriter<D, R>): Promise<R>;
+  /** Gives `changes` back inside the caller's transaction (a cancellation); the status follows the stock. */
+  restore(trx: Trx, changes: StockChange[], now: Date): Promise<void>;
+  /** After the transaction of `restore` committed: the actors adopt the stock, the catalog hears of it. */
+  restored(changes: StockChange[]): Promise<void>;
   /**
    * Runs a product write (a seller's stock PATCH, a soft delete) serialised with that product's orders.
    * `write` is one guarded statement (it never lets stock go below 0); the actor re-reads the product after it.
    */
   changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
-  /** Number of product actors in memory (0 in transactional mode). */
-  activeActors(): number;
   /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */
   inspect(productId: number): { stock: number; reserved: number; status: string } | null;
   /** Finishes in-flight work (pending group commits) and stops the actors. */
   stop(): Promise<void>;
 }
 
-/** Work done after any commit that changed products or wrote outbox rows. */
-export type AfterCommit = (productIds: number[]) => Promise<void>;
+/** Work done after a commit that changed products: the catalog drops its copies (awaited). */
+export type AnnounceChanges = (productIds: number[]) => Promise<void>;

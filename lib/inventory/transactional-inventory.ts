@@ -1,63 +1,53 @@
-// Baseline mode: the conventional design. One transaction per order request: lock the products with
+// Baseline mode: the conventional design. One transaction per request: lock the products with
 // SELECT ... FOR UPDATE in id order (no deadlock between carts), judge, deduct with the guarded UPDATE,
-// write the orders. SQLite ignores FOR UPDATE but runs one writer at a time.
+// run the caller's writer. SQLite ignores FOR UPDATE but runs one writer at a time.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
-import { assertAmountsFit, writePlacements, type PlacementLine } from '../orders/order-writer';
-import type { AfterCommit, Inventory, PlacementRequest } from './inventory';
-import { deductStock, judgeLine, loadProductViews, refusalError, totalsByProduct } from './stock-sql';
+import { judgeLine, totalsByProduct } from '../../actors/stock-rules';
+import type { AnnounceChanges, DecidedLine, Inventory } from './inventory';
+import { refusalError } from './refusal-error';
+import { deductStock, loadProductViews, restoreStock } from './stock-repository';
 
 const MAX_ATTEMPTS = 5;
 
 export function createTransactionalInventory({
   db,
-  afterCommit,
+  announce,
 }: {
   db: Db;
-  afterCommit: AfterCommit;
+  announce: AnnounceChanges;
 }): Inventory {
   return {
     mode: 'transactional',
 
-    async place(request: PlacementRequest) {
+    async place(request, writer) {
       const items = [...request.items].sort((a, b) => a.productId - b.productId);
       for (let attempt = 1; ; attempt++) {
         try {
-          const orders = await db.transaction(async (trx) => {
+          const result = await db.transaction(async (trx) => {
             const views = await loadProductViews(
               trx,
               items.map((item) => item.productId),
               { forUpdate: true },
             );
-            const lines: PlacementLine[] = [];
+            const lines: DecidedLine[] = [];
             for (const item of items) {
               const view = views.get(item.productId) ?? null;
               const reason = judgeLine(view, item.quantity);
               if (reason) throw refusalError(reason, item.productId, view?.name);
               lines.push({ product: view!, quantity: item.quantity });
             }
-            assertAmountsFit(lines);
+            const decided = { details: request.details, lines };
+            writer.check(decided);
             const now = new Date();
             const refused = await deductStock(trx, totalsByProduct(items), now);
             if (refused.length > 0)
               throw refusalError('INSUFFICIENT_STOCK', refused[0], views.get(refused[0])?.name);
-            const [written] = await writePlacements(
-              trx,
-              [
-                {
-                  buyerId: request.buyerId,
-                  address: request.address,
-                  lines,
-                  idempotencyKeyId: request.idempotencyKeyId,
-                  requestId: request.requestId,
-                },
-              ],
-              now,
-            );
+            const [written] = await writer.write(trx, [decided], now);
             return written;
           });
-          await afterCommit(items.map((item) => item.productId));
-          return orders;
+          await announce(items.map((item) => item.productId));
+          return result;
         } catch (err) {
           if (isDeadlock(err) && attempt < MAX_ATTEMPTS) continue;
           throw err;
@@ -65,15 +55,17 @@ export function createTransactionalInventory({
       }
     },
 
-    restored() {
-      // Nothing is cached in this mode.
+    restore: (trx, changes, now) => restoreStock(trx, changes, now),
+
+    async restored(changes) {
+      // Nothing is cached in this mode; only the catalog needs to hear of it.
+      await announce(changes.map((change) => change.productId));
     },
 
     changeProduct(_productId, write) {
       return write();
     },
 
-    activeActors: () => 0,
     inspect: () => null,
     async stop() {},
   };

@@ -2,17 +2,14 @@
 // are consecutive: SQLite (one writer; knex reports the LAST rowid) and MySQL/MariaDB with
 // innodb_autoinc_lock_mode 0 or 1 (MariaDB's default; mysql2 reports the FIRST id). With mode 2
 // ("interleaved", MySQL 8's default) the caller reads them back instead. Saves two round trips per
-// group commit.
+// group commit. Part of the orders repository (order-repository.ts is its only user).
 import type { Knex } from 'knex';
+import { dialect } from '../db';
 
 const decided = new WeakMap<object, Promise<boolean>>();
 
-function isMysqlClient(db: Knex): boolean {
-  return (db.client as { config: { client: string } }).config.client === 'mysql2';
-}
-
 async function consecutive(db: Knex): Promise<boolean> {
-  if (!isMysqlClient(db)) return true;
+  if (!dialect.isMysql(db)) return true;
   const key = (db.client as { config: object }).config;
   let answer = decided.get(key);
   if (!answer) {
@@ -33,7 +30,6 @@ export async function insertWithIds(
   const known = await consecutive(db);
   const result = (await db(table).insert(rows)) as Array<number | string>;
   if (!known) return null;
-  const reported = Number(result[0]);
-  const first = isMysqlClient(db) ? reported : reported - rows.length + 1;
+  const first = dialect.firstInsertedId(db, Number(result[0]), rows.length);
   return rows.map((_, index) => first + index);
 }

@@ -1,4 +1,4 @@
-// Objection models of orders (reads); writes go through order-writer.ts as multi-row INSERTs.
+// Objection models of orders (reads); writes go through order-repository.ts as multi-row INSERTs.
 import { BaseModel } from '../db';
 import type { OrderStatus } from '../../actors/order-lifecycle-machine';
 

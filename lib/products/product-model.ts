@@ -1,9 +1,9 @@
 // Objection models of the catalogue. Money columns stay as the database returns them (DECIMAL: a string on
 // MariaDB, a number on SQLite); convert with toCents() from lib/db.ts, never with float arithmetic.
+import type { ProductStatus } from '../../actors/product-status';
 import { BaseModel } from '../db';
 
-export type ProductStatus = 'DRAFT' | 'ON_SALE' | 'SOLD_OUT' | 'DELETED';
-export const PRODUCT_STATUSES: readonly ProductStatus[] = ['DRAFT', 'ON_SALE', 'SOLD_OUT', 'DELETED'];
+export { PRODUCT_STATUSES, type ProductStatus } from '../../actors/product-status';
 
 export class ProductImage extends BaseModel {
   static tableName = 'product_images';

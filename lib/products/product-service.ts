@@ -14,7 +14,9 @@ import { Product } from './product-model';
 import { productsJson, type ProductJson } from './product-json';
 import { decodeCursor, encodeCursor } from './cursor';
 import { applyCursor, applyFilters, applySort, parseSort, type ProductFilters } from './product-list';
-import { createStockWrites, type StockWrites } from './stock-writes';
+import type { StockWrites } from './stock-writes';
+import { sql, statusFollowingStockRaw } from './product-status-sql';
+import { statusFollowingStock } from '../../actors/product-status';
 import type { CreateProductInput, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
@@ -37,15 +39,14 @@ export interface ProductServiceDeps {
   db: Db;
   events: EventBus;
   categories: CategoryService;
-  /** Stock and deletion writes; the orders area may supply its inventory-actor version. */
-  stockWrites?: StockWrites;
+  /** Stock and deletion writes, serialised with the orders by the inventory (lib/inventory). */
+  stockWrites: StockWrites;
 }
 
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
 
 export function createProductService(deps: ProductServiceDeps) {
-  const { db, events, categories } = deps;
-  const stockWrites = deps.stockWrites ?? createStockWrites(db);
+  const { db, events, categories, stockWrites } = deps;
   // Cached per product id, whatever its status (visibility is decided per request, after the cache).
   const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS);
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
@@ -88,7 +89,7 @@ export function createProductService(deps: ProductServiceDeps) {
   }
 
   async function changed(productId: number): Promise<ProductJson> {
-    await events.emit('productChanged', { productId });
+    await events.emit('productChanged', { productId, origin: 'catalog' });
     const json = await loadOne(productId);
     if (!json || json.status === 'DELETED') throw notFound(productId);
     return json;
@@ -121,7 +122,7 @@ export function createProductService(deps: ProductServiceDeps) {
     async create(seller: AuthMember, input: CreateProductInput): Promise<ProductJson> {
       await assertCategory(input.categoryId);
       const now = new Date();
-      const status = input.status === 'DRAFT' ? 'DRAFT' : input.stockQuantity > 0 ? 'ON_SALE' : 'SOLD_OUT';
+      const status = statusFollowingStock(input.status, input.stockQuantity);
       const [productId] = await db('products').insert({
         seller_id: seller.id,
         category_id: input.categoryId,
@@ -151,10 +152,7 @@ export function createProductService(deps: ProductServiceDeps) {
       if (patch.price !== undefined) fields.price = centsToDecimal(toCents(patch.price));
       if (patch.status !== undefined) {
         // ON_SALE asked for a product without stock is SOLD_OUT (the system's status, API.md).
-        fields.status = db.raw(
-          `CASE WHEN ? = 'DRAFT' THEN 'DRAFT' WHEN stock_quantity > 0 THEN 'ON_SALE' ELSE 'SOLD_OUT' END`,
-          [patch.status],
-        );
+        fields.status = statusFollowingStockRaw(db, sql('?', patch.status), sql('stock_quantity'));
       }
       if (Object.keys(fields).length > 0) {
         fields.updated_at = new Date();
@@ -181,7 +179,7 @@ export function createProductService(deps: ProductServiceDeps) {
     async remove(seller: AuthMember, productId: number): Promise<void> {
       await ownedLive(seller, productId);
       if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
-      await events.emit('productChanged', { productId });
+      await events.emit('productChanged', { productId, origin: 'catalog' });
     },
 
     async list(

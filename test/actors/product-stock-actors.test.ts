@@ -5,6 +5,7 @@ import test from 'ava';
 import { createDb } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { createStockRegistry } from '../../actors/registry';
+import { loadProductView } from '../../lib/inventory/stock-repository';
 import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { eventually, placeOrder, productRow } from '../orders/order-fixtures';
@@ -22,7 +23,11 @@ const quietLogger = createLogger({ level: 'fatal', format: 'line', out: { write:
 test('concurrent first requests share one activation (one load) and decisions are serialised', async (t) => {
   const seller = await createMember(app, 'SELLER');
   const productId = await createProduct(app, seller.id, { stockQuantity: 7 });
-  const registry = createStockRegistry({ db: app.db, logger: quietLogger, idleMs: 60_000 });
+  const registry = createStockRegistry({
+    load: (id) => loadProductView(app.db, id),
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
   let loads = 0;
   const count = (query: { sql: string }) => {
     if (/from [`"]products[`"]/i.test(query.sql)) loads++;
@@ -51,7 +56,11 @@ test('concurrent first requests share one activation (one load) and decisions ar
 test('an actor error becomes a failed command, not a crash, and the actor is dropped', async (t) => {
   const broken = createDb({ client: 'sqlite', filename: `${app.database.dataDir}/missing-dir/never.sqlite` });
   await broken.destroy(); // every query now fails
-  const registry = createStockRegistry({ db: broken, logger: quietLogger, idleMs: 60_000 });
+  const registry = createStockRegistry({
+    load: (id) => loadProductView(broken, id),
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
   await t.throwsAsync(registry.reserve(1, 1));
   await t.throwsAsync(registry.reserve(1, 1)); // a fresh activation fails again, still no crash
   t.is(registry.activeCount(), 0);

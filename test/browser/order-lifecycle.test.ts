@@ -2,7 +2,7 @@
 // renders with its current status highlighted. Screenshot in test-output/browser/.
 import test from 'ava';
 import type { Browser } from 'playwright-core';
-import { CURRENT_FILL, VISITED_FILL } from '../../lib/lifecycle/lifecycle-diagram';
+import { CURRENT_FILL, VISITED_FILL } from '../../lib/order-diagram/diagram-dot';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { launchChromium, screenshotPath } from './browser';

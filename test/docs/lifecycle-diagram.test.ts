@@ -7,9 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { ORDER_STATUSES, transitionsTable } from '../../actors/order-lifecycle-machine';
-import { lifecycleDot, renderSvg } from '../../lib/lifecycle/lifecycle-diagram';
-import { lifecycleModel } from '../../lib/lifecycle/lifecycle-model';
+import {
+  ORDER_STATUSES,
+  orderLifecycleMachine,
+  type TransitionMeta,
+} from '../../actors/order-lifecycle-machine';
+import { walkMachine } from '../../actors/machine-walk';
+import { diagramDot, renderSvg } from '../../lib/order-diagram/diagram-dot';
+import { diagramModel } from '../../lib/order-diagram/diagram-model';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 const run = promisify(execFile);
@@ -29,7 +34,7 @@ function svgStateNodes(svg: string): string[] {
 }
 
 test('the model walked from the machine has every order status and every transition with its role', (t) => {
-  const model = lifecycleModel();
+  const model = diagramModel();
   t.is(model.id, 'orderLifecycle');
   t.is(model.initial, 'PENDING');
   t.deepEqual(model.states.map((s) => s.name).sort(), [...ORDER_STATUSES].sort());
@@ -37,16 +42,18 @@ test('the model walked from the machine has every order status and every transit
     model.states.filter((s) => s.final).map((s) => s.name),
     ['DELIVERED', 'CANCELLED'],
   );
-  // Cross-check against the machine's own node API (a different path into the same definition).
-  const fromMachine = transitionsTable().map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
+  // The model carries every transition of the machine's walk, each with the role from its meta.
+  const fromMachine = walkMachine<TransitionMeta>(orderLifecycleMachine).transitions.map(
+    (r) => `${r.from} ${r.event}[${r.guard}] ${r.meta?.role} -> ${r.to}`,
+  );
   const fromModel = model.transitions.map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
   t.deepEqual(fromModel.sort(), fromMachine.sort());
   t.true(model.transitions.every((tr) => tr.role === 'SELLER' || tr.role === 'BUYER'));
 });
 
 test('the DOT has one node per status and one labelled edge per transition', (t) => {
-  const model = lifecycleModel();
-  const dot = lifecycleDot(model);
+  const model = diagramModel();
+  const dot = diagramDot(model);
   const nodes = [...dot.matchAll(/^ {2}"(\w+)" \[id="state-\w+", class="state/gm)].map((m) => m[1]);
   t.deepEqual(nodes.sort(), [...ORDER_STATUSES].sort());
   for (const tr of model.transitions) {
@@ -60,9 +67,9 @@ test('the DOT has one node per status and one labelled edge per transition', (t)
 });
 
 test('a highlighted diagram marks the current status, the visited ones and the transitions taken', async (t) => {
-  const model = lifecycleModel();
+  const model = diagramModel();
   const svg = await renderSvg(
-    lifecycleDot(model, {
+    diagramDot(model, {
       current: 'SHIPPED',
       steps: [
         { from: null, to: 'PENDING' },
@@ -90,7 +97,7 @@ test('npm run visualize writes the DOT and an SVG with one node per status; the 
     await run(process.execPath, ['--import', 'tsx', 'scripts/visualize.ts', '--out', outDir], { cwd: ROOT });
     const dot = fs.readFileSync(path.join(outDir, 'order-lifecycle.dot'), 'utf8');
     const svg = fs.readFileSync(path.join(outDir, 'order-lifecycle.svg'), 'utf8');
-    t.is(dot, lifecycleDot(lifecycleModel()));
+    t.is(dot, diagramDot(diagramModel()));
     t.true(svg.startsWith('<?xml'));
     t.deepEqual(svgStateNodes(svg).sort(), [...ORDER_STATUSES].sort());
     for (const event of ['CONFIRM', 'SHIP', 'DELIVER', 'CANCEL', 'bySeller', 'byBuyer', 'by SELLER', 'by BUYER']) {
@@ -115,7 +122,7 @@ test('GET /docs/order-lifecycle serves the diagram, a legend and the transitions
   t.true(html.includes('<h2>Legend</h2>'));
   t.true(html.includes('triggered by a SELLER'));
   t.true(html.includes('triggered by a BUYER'));
-  for (const tr of lifecycleModel().transitions) {
+  for (const tr of diagramModel().transitions) {
     t.true(
       html.includes(
         `<tr><td><code>${tr.from}</code></td><td><code>${tr.event}</code></td><td><code>${tr.guard}</code></td><td>${tr.role}</td><td><code>${tr.to}</code></td>`,

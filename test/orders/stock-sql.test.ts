@@ -1,7 +1,7 @@
 // The SQL half of the stock rule, on both databases: guarded deductions (per product and batched), and
 // the restore of a cancellation.
 import test from 'ava';
-import { deductStock, deductStockBatch, restoreStock } from '../../lib/inventory/stock-sql';
+import { deductStock, deductStockBatch, restoreStock } from '../../lib/inventory/stock-repository';
 import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { productRow } from './order-fixtures';

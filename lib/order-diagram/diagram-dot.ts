@@ -1,13 +1,13 @@
-// The order-lifecycle diagram: DOT generated from the machine model (lifecycle-model.ts) and rendered to SVG
+// The order-lifecycle diagram renderer: DOT generated from the machine model (diagram-model.ts) and rendered to SVG
 // offline with Graphviz compiled to WebAssembly (@viz-js/viz). Used by `npm run visualize`, GET
 // /docs/order-lifecycle and GET /api/v1/orders/:orderId/lifecycle, so all three show the same drawing.
 // Nodes and edges carry stable ids and classes (`state`, `current`, `visited`, `transition`, `taken`,
 // `role-SELLER`) so pages, tests and stylesheets can find them in the SVG.
 import { instance, type Viz } from '@viz-js/viz';
-import type { LifecycleModel, LifecycleTransition } from './lifecycle-model';
+import type { DiagramModel, DiagramTransition } from './diagram-model';
 
 /** What to highlight for one order: its current state and the steps it took (from its status history). */
-export interface LifecycleHighlight {
+export interface DiagramHighlight {
   current: string;
   steps: Array<{ from: string | null; to: string }>;
   title?: string;
@@ -37,15 +37,15 @@ function attrs(list: Record<string, string | number>): string {
     .join(', ');
 }
 
-export function transitionId(t: LifecycleTransition): string {
+export function transitionId(t: DiagramTransition): string {
   return `transition-${t.from}-${t.event}-${t.to}`;
 }
 
-function isTaken(t: LifecycleTransition, highlight: LifecycleHighlight | undefined): boolean {
+function isTaken(t: DiagramTransition, highlight: DiagramHighlight | undefined): boolean {
   return !!highlight?.steps.some((s) => s.from === t.from && s.to === t.to);
 }
 
-export function lifecycleDot(model: LifecycleModel, highlight?: LifecycleHighlight): string {
+export function diagramDot(model: DiagramModel, highlight?: DiagramHighlight): string {
   const visited = new Set(highlight?.steps.map((s) => s.to) ?? []);
   const lines: string[] = [];
   lines.push(`digraph ${q(model.id)} {`);

@@ -1,28 +1,28 @@
 // Serves the order-lifecycle diagram: the public page (rendered once, the machine never changes at run time)
 // and one order's diagram with its current status and the path it took highlighted.
 import type { AnyStateMachine } from 'xstate';
-import { lifecycleDot, renderSvg } from './lifecycle-diagram';
-import { lifecycleModel } from './lifecycle-model';
-import { lifecyclePageHtml } from './lifecycle-page';
+import { diagramDot, renderSvg } from './diagram-dot';
+import { diagramModel } from './diagram-model';
+import { diagramPageHtml } from './diagram-page';
 
 /** What an order's diagram needs: the order JSON of the orders service has these fields. */
-export interface OrderLifecycleSource {
+export interface OrderDiagramSource {
   orderNumber: string;
   status: string;
   /** Oldest first; the first entry is the creation (`from: null`, `to: 'PENDING'`). */
   statusHistory: Array<{ from: string | null; to: string }>;
 }
 
-export function createLifecycleService(machine?: AnyStateMachine) {
-  const model = lifecycleModel(machine);
+export function createOrderDiagramService(machine?: AnyStateMachine) {
+  const model = diagramModel(machine);
   let page: Promise<string> | null = null;
 
   return {
     model,
     /** HTML of GET /docs/order-lifecycle. */
     diagramPage(): Promise<string> {
-      page ??= renderSvg(lifecycleDot(model))
-        .then((svg) => lifecyclePageHtml(model, svg))
+      page ??= renderSvg(diagramDot(model))
+        .then((svg) => diagramPageHtml(model, svg))
         .catch((err: unknown) => {
           page = null; // let the next request try again
           throw err;
@@ -31,10 +31,10 @@ export function createLifecycleService(machine?: AnyStateMachine) {
     },
 
     /** SVG of one order's lifecycle: its current status and the transitions it took, highlighted. */
-    orderDiagram(order: OrderLifecycleSource): Promise<string> {
+    orderDiagram(order: OrderDiagramSource): Promise<string> {
       const steps = order.statusHistory.map((change) => ({ from: change.from, to: change.to }));
       return renderSvg(
-        lifecycleDot(model, {
+        diagramDot(model, {
           current: order.status,
           steps,
           title: `Order ${order.orderNumber}: ${order.status}`,
@@ -44,4 +44,4 @@ export function createLifecycleService(machine?: AnyStateMachine) {
   };
 }
 
-export type LifecycleService = ReturnType<typeof createLifecycleService>;
+export type OrderDiagramService = ReturnType<typeof createOrderDiagramService>;

@@ -1,13 +1,7 @@
 // The public page GET /docs/order-lifecycle: the diagram drawn from the order machine, inlined as SVG, with a
 // legend and the machine's transitions as a table (both generated from the same model).
-import {
-  CURRENT_FILL,
-  DEFAULT_ROLE_COLOR,
-  ROLE_COLORS,
-  TAKEN_COLOR,
-  VISITED_FILL,
-} from './lifecycle-diagram';
-import type { LifecycleModel } from './lifecycle-model';
+import { CURRENT_FILL, DEFAULT_ROLE_COLOR, ROLE_COLORS, TAKEN_COLOR, VISITED_FILL } from './diagram-dot';
+import type { DiagramModel } from './diagram-model';
 
 function esc(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -19,7 +13,7 @@ function swatch(color: string, kind: 'line' | 'box'): string {
     : `<span class="swatch box" style="background:${color}"></span>`;
 }
 
-export function lifecyclePageHtml(model: LifecycleModel, svg: string): string {
+export function diagramPageHtml(model: DiagramModel, svg: string): string {
   const roles = [...new Set(model.transitions.map((t) => t.role).filter((r): r is string => !!r))];
   const roleItems = roles
     .map(

@@ -1,20 +1,12 @@
-// The SQL half of the stock rule: every deduction is a guarded UPDATE (`... WHERE stock_quantity >= ?`,
+// All of the inventory's stock SQL. Every deduction is a guarded UPDATE (`... WHERE stock_quantity >= ?`,
 // affected rows checked), so no process can oversell whatever its in-memory view says. Both inventory
-// modes and cancellations use these statements.
+// modes and cancellations use these statements; the status each write leaves follows the stock by the
+// one rule in actors/product-status.ts.
 import type { Knex } from 'knex';
 import { affectedRows, toCents } from '../db';
-import { ConflictError, NotFoundError, type AppError } from '../errors';
-import type { ProductStatus } from '../products/product-model';
-
-/** What ordering needs to know about a product: identity, snapshot fields and stock. */
-export interface ProductView {
-  id: number;
-  sellerId: number;
-  name: string;
-  priceCents: number;
-  status: ProductStatus;
-  stock: number;
-}
+import { sql, statusFollowingStockRaw, statusFollowingStockSql } from '../products/product-status-sql';
+import type { ProductStatus } from '../../actors/product-status';
+import type { ProductView, StockChange } from '../../actors/stock-rules';
 
 interface ProductRow {
   id: number;
@@ -54,39 +46,10 @@ export async function loadProductView(db: Knex, id: number): Promise<ProductView
   return (await loadProductViews(db, [id])).get(id) ?? null;
 }
 
-export type RefusalReason = 'NOT_FOUND' | 'NOT_ON_SALE' | 'INSUFFICIENT_STOCK';
-
-/** Whether `quantity` of the product can be ordered now, judged on `view` (null = unknown product). */
-export function judgeLine(
-  view: ProductView | null,
-  quantity: number,
-  available = view?.stock ?? 0,
-): RefusalReason | null {
-  if (!view || view.status === 'DELETED') return 'NOT_FOUND';
-  if (view.status === 'DRAFT') return 'NOT_ON_SALE';
-  if (view.status === 'SOLD_OUT' || available < quantity) return 'INSUFFICIENT_STOCK';
-  return null;
-}
-
-/** The client-facing error of a refusal (API.md: 404 for unknown/deleted, 409 otherwise, naming the product). */
-export function refusalError(reason: RefusalReason, productId: number, name?: string): AppError {
-  const label = name ? `product ${productId} (${name})` : `product ${productId}`;
-  if (reason === 'NOT_FOUND') return new NotFoundError(`Product ${productId} not found`);
-  if (reason === 'NOT_ON_SALE')
-    return new ConflictError('PRODUCT_NOT_ON_SALE', `The ${label} is not on sale`);
-  return new ConflictError('INSUFFICIENT_STOCK', `Insufficient stock for ${label}`);
-}
-
-export interface StockChange {
-  productId: number;
-  quantity: number;
-}
-
 /**
  * Deducts each product's total in one guarded UPDATE per product (id order, so concurrent writers lock
  * rows in the same order). Returns the ids whose guard refused (another process sold the stock, or the
- * product left ON_SALE); the caller rolls back. `status` is assigned FIRST: MySQL evaluates SET
- * assignments left to right on the updated row, SQLite on the old one; first, both see the old stock.
+ * product left ON_SALE); the caller rolls back. `status` is assigned first (see product-status-sql.ts).
  */
 export async function deductStock(
   trx: Knex.Transaction,
@@ -100,7 +63,7 @@ export async function deductStock(
       .andWhere('status', 'ON_SALE')
       .andWhere('stock_quantity', '>=', quantity)
       .update({
-        status: trx.raw("CASE WHEN stock_quantity = ? THEN 'SOLD_OUT' ELSE status END", [quantity]),
+        status: statusFollowingStockRaw(trx, sql('status'), sql('stock_quantity - ?', quantity)),
         stock_quantity: trx.raw('stock_quantity - ?', [quantity]),
         sales_count: trx.raw('sales_count + ?', [quantity]),
         updated_at: now,
@@ -128,8 +91,8 @@ export async function deductStockBatch(
       const parts: string[] = [];
       const bindings: Knex.Value[] = [];
       for (const change of chunk) {
-        const [sql, values] = expression(change);
-        parts.push(`WHEN ? THEN ${sql}`);
+        const [text, values] = expression(change);
+        parts.push(`WHEN ? THEN ${text}`);
         bindings.push(change.productId, ...values);
       }
       return trx.raw(`CASE id ${parts.join(' ')} END`, bindings);
@@ -146,10 +109,10 @@ export async function deductStockBatch(
         cases((change) => ['?', [change.quantity]]),
       )
       .update({
-        status: cases((change) => [
-          "CASE WHEN stock_quantity = ? THEN 'SOLD_OUT' ELSE status END",
-          [change.quantity],
-        ]),
+        status: cases((change) => {
+          const part = statusFollowingStockSql(sql('status'), sql('stock_quantity - ?', change.quantity));
+          return [part.sql, part.bindings];
+        }),
         stock_quantity: trx.raw('stock_quantity - ?', [cases((change) => ['?', [change.quantity]])]),
         sales_count: trx.raw('sales_count + ?', [cases((change) => ['?', [change.quantity]])]),
         updated_at: now,
@@ -159,13 +122,13 @@ export async function deductStockBatch(
   return true;
 }
 
-/** Gives cancelled quantities back (stock and salesCount) and lifts SOLD_OUT. */
+/** Gives cancelled quantities back (stock and salesCount); the status follows the stock (SOLD_OUT lifts). */
 export async function restoreStock(trx: Knex.Transaction, changes: StockChange[], now: Date): Promise<void> {
   for (const { productId, quantity } of [...changes].sort((a, b) => a.productId - b.productId)) {
     await trx('products')
       .where('id', productId)
       .update({
-        status: trx.raw("CASE WHEN status = 'SOLD_OUT' THEN 'ON_SALE' ELSE status END"),
+        status: statusFollowingStockRaw(trx, sql('status'), sql('stock_quantity + ?', quantity)),
         stock_quantity: trx.raw('stock_quantity + ?', [quantity]),
         sales_count: trx.raw('CASE WHEN sales_count >= ? THEN sales_count - ? ELSE 0 END', [
           quantity,
@@ -174,13 +137,4 @@ export async function restoreStock(trx: Knex.Transaction, changes: StockChange[]
         updated_at: now,
       });
   }
-}
-
-/** Sums quantities per product. */
-export function totalsByProduct(lines: Iterable<StockChange>): StockChange[] {
-  const totals = new Map<number, number>();
-  for (const line of lines) totals.set(line.productId, (totals.get(line.productId) ?? 0) + line.quantity);
-  return [...totals]
-    .map(([productId, quantity]) => ({ productId, quantity }))
-    .sort((a, b) => a.productId - b.productId);
 }

@@ -1,0 +1,149 @@
+// Group commit: one queue per process that writes every waiting request (already reserved in memory by
+// the product actors) in ONE transaction: one guarded stock UPDATE for the batch's products, then each
+// caller's writer (the orders area's multi-row INSERTs) for its requests. Requests that arrive while a
+// flush is in flight wait for the next one, so the batch grows with the load (PERF-NOTES.md: batching
+// pays for hot AND spread load). A request is answered only after the transaction holding its deduction
+// committed. Any failure releases every reservation of the batch and writes nothing; when a guard
+// refuses (another process sold the stock) the product's actor re-reads the database and each request
+// decides again.
+import type { Db } from '../db';
+import { isDeadlock } from '../db';
+import type { Logger } from '../logger';
+import type { Reservation, StockRegistry } from '../../actors/registry';
+import { totalsByProduct } from '../../actors/stock-rules';
+import type { AnnounceChanges, DecidedRequest, StockWriter } from './inventory';
+import { deductStockBatch } from './stock-repository';
+
+/** The batch was rolled back for a reason that deciding again may fix; the reservations are released. */
+export class RetryPlacement extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RetryPlacement';
+  }
+}
+
+class GuardRefused extends Error {
+  constructor(readonly productIds: number[]) {
+    super(`Stock guard refused products ${productIds.join(', ')}`);
+  }
+}
+
+interface Queued {
+  request: DecidedRequest<unknown>;
+  writer: StockWriter<unknown, unknown>;
+  reservations: Reservation[];
+  resolve: (result: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface GroupCommitOptions {
+  db: Db;
+  logger: Logger;
+  registry: StockRegistry;
+  /** After a commit: announce the changed products (awaited before the requests are answered). */
+  announce: AnnounceChanges;
+  maxBatch?: number;
+}
+
+/** Runs each writer once for its requests of the batch; results come back in batch order. */
+async function writeAll(
+  trx: Parameters<StockWriter<unknown, unknown>['write']>[0],
+  batch: Queued[],
+  now: Date,
+) {
+  const results: unknown[] = new Array(batch.length);
+  const byWriter = new Map<StockWriter<unknown, unknown>, number[]>();
+  batch.forEach((entry, index) => byWriter.set(entry.writer, [...(byWriter.get(entry.writer) ?? []), index]));
+  for (const [writer, indexes] of byWriter) {
+    const written = await writer.write(
+      trx,
+      indexes.map((index) => batch[index].request),
+      now,
+    );
+    indexes.forEach((index, position) => (results[index] = written[position]));
+  }
+  return results;
+}
+
+export function createGroupCommit(options: GroupCommitOptions) {
+  const { db, registry } = options;
+  const log = options.logger.child({ component: 'GroupCommit' });
+  const maxBatch = options.maxBatch ?? 256;
+  const queue: Queued[] = [];
+  let flushing: Promise<void> | null = null;
+  const finishing = new Set<Promise<void>>();
+
+  async function commitBatch(batch: Queued[]): Promise<void> {
+    const changes = totalsByProduct(batch.flatMap((entry) => entry.reservations));
+    let results: unknown[];
+    try {
+      results = await db.transaction(async (trx) => {
+        const now = new Date();
+        if (!(await deductStockBatch(trx, changes, now)))
+          throw new GuardRefused(changes.map((change) => change.productId));
+        return writeAll(trx, batch, now);
+      });
+    } catch (err) {
+      for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
+      if (err instanceof GuardRefused) {
+        for (const productId of err.productIds) registry.reload(productId);
+        for (const entry of batch) entry.reject(new RetryPlacement(err.message));
+      } else if (isDeadlock(err)) {
+        for (const entry of batch) entry.reject(new RetryPlacement('deadlock'));
+      } else {
+        log.error({ err }, `Group commit of ${batch.length} request(s) failed`);
+        for (const entry of batch) entry.reject(err);
+      }
+      return;
+    }
+    for (const entry of batch) for (const reservation of entry.reservations) registry.committed(reservation);
+    // Answer after the announcements (caches dropped), without holding up the next batch.
+    const done = options
+      .announce(changes.map((change) => change.productId))
+      .catch((err) => log.error({ err }, 'Announcing the committed stock changes failed'))
+      .then(() => batch.forEach((entry, index) => entry.resolve(results[index])));
+    finishing.add(done);
+    void done.finally(() => finishing.delete(done));
+  }
+
+  /** Starts the flush loop unless it runs; it clears `flushing` in the same tick the queue is found empty. */
+  function startFlushing(): void {
+    if (flushing) return;
+    flushing = (async () => {
+      try {
+        while (queue.length > 0) await commitBatch(queue.splice(0, maxBatch));
+      } finally {
+        flushing = null;
+      }
+    })();
+  }
+
+  return {
+    /** Queues a decided, reserved request; resolves with its writer's result after its transaction committed. */
+    submit<D, R>(
+      request: DecidedRequest<D>,
+      writer: StockWriter<D, R>,
+      reservations: Reservation[],
+    ): Promise<R> {
+      return new Promise<R>((resolve, reject) => {
+        queue.push({
+          request,
+          writer: writer as StockWriter<unknown, unknown>,
+          reservations,
+          resolve: resolve as (result: unknown) => void,
+          reject,
+        });
+        startFlushing();
+      });
+    },
+    /** Waits until every queued request is committed (or failed) and answered. */
+    async drain(): Promise<void> {
+      while (flushing || finishing.size > 0) {
+        if (flushing) await flushing;
+        await Promise.all([...finishing]);
+      }
+    },
+  };
+}
+
+export type GroupCommit = ReturnType<typeof createGroupCommit>;

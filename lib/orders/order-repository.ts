@@ -1,0 +1,309 @@
+// All of the orders area's SQL: the order reads, the compare-and-set of a status change (with its
+// history and outbox rows), and the INSERTs that write placed orders. The idempotency keys have their
+// own small store (idempotency.ts).
+import { affectedRows, centsToDecimal, fromCents, isDeadlock, type Db, type Trx } from '../db';
+import { fetchPage, type PageRequest } from '../http/pagination';
+import type { DecidedLine } from '../inventory/inventory';
+import { writeOutbox } from '../notifications/outbox';
+import { currentRequestId } from '../request-context';
+import type { StockChange } from '../../actors/stock-rules';
+import type { OrderStatus } from '../../actors/order-lifecycle-machine';
+import { insertWithIds } from './insert-ids';
+import { Order } from './order-model';
+import { newOrderNumber } from './order-number';
+import { orderJson, type OrderJson, type ShippingAddress } from './order-json';
+
+/** One buyer's order request, decided and reserved: ready to be written. */
+export interface Placement {
+  buyerId: number;
+  address: ShippingAddress;
+  lines: DecidedLine[];
+  /** idempotency_keys row whose response is written in the same transaction. */
+  idempotencyKeyId?: number;
+  /** Request that placed it (written with the outbox rows, logged on delivery). */
+  requestId?: string;
+}
+
+interface DraftOrder {
+  placement: number;
+  orderNumber: string;
+  sellerId: number;
+  lines: DecidedLine[];
+  totalCents: number;
+}
+
+/** The fields of an order a status change needs. */
+export interface OrderHead {
+  id: number;
+  buyer_id: number;
+  status: OrderStatus;
+  order_number: string;
+}
+
+/** Lost deadlock races re-run the compare-and-set; this bounds the loop. */
+const MAX_DEADLOCK_ATTEMPTS = 10;
+
+export function createOrderRepository(db: Db) {
+  function casTransaction(
+    order: OrderHead,
+    from: OrderStatus,
+    to: OrderStatus,
+    changedBy: number,
+    extra?: (trx: Trx, now: Date) => Promise<void>,
+  ): Promise<boolean> {
+    return db.transaction(async (trx) => {
+      const now = new Date();
+      const updated = affectedRows(
+        await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
+      );
+      if (updated !== 1) return false;
+      await trx('order_status_history').insert({
+        order_id: order.id,
+        from_status: from,
+        to_status: to,
+        changed_by: changedBy,
+        changed_at: now,
+      });
+      await writeOutbox(
+        trx,
+        [
+          {
+            type: 'OrderStatusChanged',
+            recipientId: order.buyer_id,
+            payload: {
+              buyerId: order.buyer_id,
+              orderId: order.id,
+              orderNumber: order.order_number,
+              from,
+              to,
+            },
+          },
+        ],
+        now,
+        currentRequestId(),
+      );
+      if (extra) await extra(trx, now);
+      return true;
+    });
+  }
+
+  return {
+    /** Orders with their items and history, as API JSON, newest first. */
+    async loadOrders(ids: number[], trx?: Trx): Promise<OrderJson[]> {
+      if (ids.length === 0) return [];
+      const orders = await Order.query(trx ?? db)
+        .whereIn('id', ids)
+        .withGraphFetched('[items, history]')
+        .orderBy('id', 'desc');
+      return orders.map(orderJson);
+    },
+
+    async findOrder(orderId: number): Promise<OrderHead | undefined> {
+      return db('orders').where('id', orderId).first('id', 'buyer_id', 'status', 'order_number');
+    },
+
+    async sellerHasItems(orderId: number, sellerId: number): Promise<boolean> {
+      return Boolean(await db('order_items').where({ order_id: orderId, seller_id: sellerId }).first('id'));
+    },
+
+    /** The order's lines as stock changes (what a cancellation gives back). */
+    async orderLines(orderId: number): Promise<StockChange[]> {
+      const items = (await db('order_items')
+        .where('order_id', orderId)
+        .select('product_id', 'quantity')) as Array<{
+        product_id: number;
+        quantity: number;
+      }>;
+      return items.map((item) => ({ productId: item.product_id, quantity: item.quantity }));
+    },
+
+    /** A page of the buyer's order ids, newest first. */
+    pageOfBuyer(buyerId: number, request: PageRequest & { status?: string }) {
+      const query = db('orders').where('buyer_id', buyerId).orderBy('id', 'desc').select('id');
+      if (request.status) query.andWhere('status', request.status);
+      return fetchPage<{ id: number }>(query, request);
+    },
+
+    /** A page of the ids of orders containing the seller's products, newest first. */
+    pageOfSeller(sellerId: number, request: PageRequest & { status?: string }) {
+      const query = db('orders')
+        .whereExists(
+          db('order_items')
+            .select(db.raw('1'))
+            .whereRaw('order_items.order_id = orders.id')
+            .andWhere('order_items.seller_id', sellerId),
+        )
+        .orderBy('orders.id', 'desc')
+        .select('orders.id');
+      if (request.status) query.andWhere('orders.status', request.status);
+      return fetchPage<{ id: number }>(query, request);
+    },
+
+    /**
+     * Moves an order from `from` to `to` if it is still `from` (compare-and-set), with its history and
+     * outbox rows and `extra` work, in one transaction. False when another request changed it first.
+     */
+    async compareAndSet(
+      order: OrderHead,
+      from: OrderStatus,
+      to: OrderStatus,
+      changedBy: number,
+      extra?: (trx: Trx, now: Date) => Promise<void>,
+    ): Promise<boolean> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await casTransaction(order, from, to, changedBy, extra);
+        } catch (err) {
+          // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
+          if (!isDeadlock(err) || attempt >= MAX_DEADLOCK_ATTEMPTS) throw err;
+        }
+      }
+    },
+  };
+}
+
+export type OrderRepository = ReturnType<typeof createOrderRepository>;
+
+/**
+ * Writes decided placements inside the caller's transaction (one order request or a whole group-commit
+ * batch alike): multi-row INSERTs of the orders (one per seller), their items with name and price
+ * snapshots, the first history row (null -> PENDING), the OrderCreated outbox rows and, for requests
+ * with an Idempotency-Key, the response to replay. Returns each placement's orders, in placement order.
+ */
+export async function insertPlacements(trx: Trx, placements: Placement[], now: Date): Promise<OrderJson[][]> {
+  const drafts: DraftOrder[] = [];
+  placements.forEach((placement, index) => {
+    const bySeller = new Map<number, DecidedLine[]>();
+    for (const line of placement.lines) {
+      const group = bySeller.get(line.product.sellerId) ?? [];
+      group.push(line);
+      bySeller.set(line.product.sellerId, group);
+    }
+    for (const [sellerId, lines] of [...bySeller].sort((a, b) => a[0] - b[0])) {
+      lines.sort((a, b) => a.product.id - b.product.id);
+      const totalCents = lines.reduce((sum, line) => sum + line.product.priceCents * line.quantity, 0);
+      drafts.push({ placement: index, orderNumber: newOrderNumber(now), sellerId, lines, totalCents });
+    }
+  });
+
+  const insertedOrderIds = await insertWithIds(
+    trx,
+    'orders',
+    drafts.map((draft) => {
+      const { address } = placements[draft.placement];
+      return {
+        order_number: draft.orderNumber,
+        buyer_id: placements[draft.placement].buyerId,
+        status: 'PENDING',
+        total_amount: centsToDecimal(draft.totalCents),
+        zip_code: address.zipCode,
+        address: address.address,
+        address_detail: address.addressDetail,
+        receiver_name: address.receiverName,
+        receiver_phone: address.receiverPhone,
+        ordered_at: now,
+        updated_at: now,
+      };
+    }),
+  );
+  // Ids by order number when the database does not promise consecutive ids.
+  let orderIds: Map<string, number>;
+  if (insertedOrderIds) {
+    orderIds = new Map(drafts.map((draft, index) => [draft.orderNumber, insertedOrderIds[index]]));
+  } else {
+    // Ids by order number: a multi-row INSERT reports only one id, and consecutive ids are not promised.
+    const idRows = (await trx('orders')
+      .whereIn(
+        'order_number',
+        drafts.map((draft) => draft.orderNumber),
+      )
+      .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
+    orderIds = new Map(idRows.map((row) => [row.order_number, Number(row.id)]));
+  }
+  const idOf = (draft: DraftOrder) => orderIds.get(draft.orderNumber)!;
+
+  const itemRowsToInsert = drafts.flatMap((draft) =>
+    draft.lines.map((line) => ({
+      order_id: idOf(draft),
+      product_id: line.product.id,
+      seller_id: line.product.sellerId,
+      product_name: line.product.name,
+      product_price: centsToDecimal(line.product.priceCents),
+      quantity: line.quantity,
+      subtotal: centsToDecimal(line.product.priceCents * line.quantity),
+    })),
+  );
+  const insertedItemIds = await insertWithIds(trx, 'order_items', itemRowsToInsert);
+  const itemKey = (orderId: number, productId: number) => `${orderId}:${productId}`;
+  let itemIds: Map<string, number>;
+  if (insertedItemIds) {
+    itemIds = new Map(
+      itemRowsToInsert.map((row, index) => [itemKey(row.order_id, row.product_id), insertedItemIds[index]]),
+    );
+  } else {
+    const itemRows = (await trx('order_items')
+      .whereIn('order_id', [...orderIds.values()])
+      .select('id', 'order_id', 'product_id')) as Array<{ id: number; order_id: number; product_id: number }>;
+    itemIds = new Map(
+      itemRows.map((row) => [itemKey(Number(row.order_id), Number(row.product_id)), Number(row.id)]),
+    );
+  }
+
+  await trx('order_status_history').insert(
+    drafts.map((draft) => ({
+      order_id: idOf(draft),
+      from_status: null,
+      to_status: 'PENDING',
+      changed_by: placements[draft.placement].buyerId,
+      changed_at: now,
+    })),
+  );
+
+  // One multi-row outbox insert for the whole batch; each event keeps the id of the request that placed
+  // it, which travels to the delivery log.
+  await writeOutbox(
+    trx,
+    drafts.map((draft) => ({
+      type: 'OrderCreated' as const,
+      recipientId: draft.sellerId,
+      payload: { sellerId: draft.sellerId, orderId: idOf(draft), orderNumber: draft.orderNumber },
+      requestId: placements[draft.placement].requestId ?? null,
+    })),
+    now,
+  );
+
+  const results: OrderJson[][] = placements.map(() => []);
+  const iso = now.toISOString();
+  for (const draft of drafts) {
+    const placement = placements[draft.placement];
+    const id = idOf(draft);
+    results[draft.placement].push({
+      id,
+      orderNumber: draft.orderNumber,
+      buyerId: placement.buyerId,
+      status: 'PENDING',
+      totalAmount: fromCents(draft.totalCents),
+      shippingAddress: { ...placement.address },
+      items: draft.lines.map((line) => ({
+        id: itemIds.get(itemKey(id, line.product.id))!,
+        productId: line.product.id,
+        sellerId: line.product.sellerId,
+        productName: line.product.name,
+        productPrice: fromCents(line.product.priceCents),
+        quantity: line.quantity,
+        subtotal: fromCents(line.product.priceCents * line.quantity),
+      })),
+      statusHistory: [{ from: null, to: 'PENDING', changedBy: placement.buyerId, changedAt: iso }],
+      orderedAt: iso,
+      updatedAt: iso,
+    });
+  }
+
+  for (const [index, placement] of placements.entries()) {
+    if (placement.idempotencyKeyId === undefined) continue;
+    await trx('idempotency_keys')
+      .where('id', placement.idempotencyKeyId)
+      .update({ response_status: 201, response_body: JSON.stringify({ orders: results[index] }) });
+  }
+  return results;
+}

@@ -1,0 +1,135 @@
+// The product stock machine on its own, with no database: the loader is a function returning a view, so
+// these tests pin the in-memory decisions (reserve against stock - reserved, commit, release, restock,
+// the status following the stock), the deferral of commands during I/O, passivation and load failure.
+import test from 'ava';
+import { createActor, fromPromise } from 'xstate';
+import {
+  productStockMachine,
+  type LoadedView,
+  type ReserveReply,
+  type StockCommand,
+} from '../../actors/product-stock-machine';
+import type { ProductView } from '../../actors/stock-rules';
+
+const product = (overrides: Partial<ProductView> = {}): ProductView => ({
+  id: 1,
+  sellerId: 2,
+  name: 'Lamp',
+  priceCents: 1000,
+  status: 'ON_SALE',
+  stock: 3,
+  ...overrides,
+});
+
+function start(load: () => Promise<ProductView | null>, input: { idleMs?: number; freshMs?: number } = {}) {
+  const machine = productStockMachine.provide({
+    actors: {
+      loadProduct: fromPromise<LoadedView, { productId: number }>(async () => ({
+        view: await load(),
+        at: Date.now(),
+      })),
+    },
+  });
+  const actor = createActor(machine, {
+    input: { productId: 1, idleMs: input.idleMs ?? 60_000, freshMs: input.freshMs ?? 60_000 },
+  });
+  const errors: unknown[] = [];
+  actor.subscribe({ error: (err) => errors.push(err) });
+  actor.start();
+  const reserve = (quantity: number) =>
+    new Promise<ReserveReply>((resolve, reject) =>
+      actor.send({ type: 'RESERVE', quantity, at: Date.now(), reply: resolve, fail: reject }),
+    );
+  const send = (command: StockCommand) => actor.send(command);
+  const view = () => {
+    const { context, value, status } = actor.getSnapshot();
+    return {
+      value,
+      status,
+      stock: context.product?.stock,
+      productStatus: context.product?.status,
+      reserved: context.reserved,
+    };
+  };
+  return { actor, reserve, send, view, errors };
+}
+
+test('reservations are decided against stock minus what is reserved; release and commit settle them', async (t) => {
+  const { actor, reserve, send, view, errors } = start(async () => product({ stock: 3 }));
+  t.like(await reserve(2), { ok: true }); // sent while loading: deferred, then decided
+  t.deepEqual(await reserve(2), { ok: false, reason: 'INSUFFICIENT_STOCK', product: product({ stock: 3 }) });
+  t.like(view(), { value: 'ready', stock: 3, reserved: 2 });
+  send({ type: 'RELEASE', quantity: 2 });
+  t.like(view(), { stock: 3, reserved: 0 });
+  t.like(await reserve(3), { ok: true });
+  send({ type: 'COMMITTED', quantity: 3 });
+  // the last units committed: the status follows the stock
+  t.like(view(), { stock: 0, reserved: 0, productStatus: 'SOLD_OUT' });
+  t.like(await reserve(1), { ok: false, reason: 'INSUFFICIENT_STOCK' });
+  send({ type: 'RESTOCKED', quantity: 2 }); // a cancellation gave two back
+  t.like(view(), { stock: 2, productStatus: 'ON_SALE' });
+  t.like(await reserve(2), { ok: true });
+  actor.stop();
+  t.deepEqual(errors, []);
+});
+
+test('unknown, deleted and draft products are refused with their reason', async (t) => {
+  for (const [view, reason] of [
+    [null, 'NOT_FOUND'],
+    [product({ status: 'DELETED' }), 'NOT_FOUND'],
+    [product({ status: 'DRAFT' }), 'NOT_ON_SALE'],
+  ] as const) {
+    const { actor, reserve } = start(async () => view);
+    t.like(await reserve(1), { ok: false, reason });
+    actor.stop();
+  }
+});
+
+test('an exclusive write runs with no decision in between; the actor adopts the view it returns', async (t) => {
+  const { actor, reserve, send, view } = start(async () => product({ stock: 1 }));
+  t.like(await reserve(1), { ok: true });
+  let finishWrite!: () => void;
+  const written = new Promise<void>((resolve) => (finishWrite = resolve));
+  const exclusive = new Promise<ProductView | null>((resolve, reject) =>
+    send({
+      type: 'EXCLUSIVE',
+      run: async () => {
+        await written;
+        return { view: product({ stock: 10 }), at: Date.now() };
+      },
+      reply: resolve,
+      fail: reject,
+    }),
+  );
+  const during = reserve(5); // arrives while the write runs: waits for it
+  t.is(view().value, 'writing');
+  finishWrite();
+  t.like(await exclusive, { stock: 10 });
+  t.like(await during, { ok: true });
+  t.like(view(), { value: 'ready', stock: 10, reserved: 6 });
+  actor.stop();
+});
+
+test('a stale view is re-read before a refusal', async (t) => {
+  let stock = 0;
+  const { actor, reserve } = start(async () => product({ stock }), { freshMs: 0 });
+  t.like(await reserve(1), { ok: false, reason: 'INSUFFICIENT_STOCK' });
+  stock = 4; // changed behind the actor's back
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  t.like(await reserve(1), { ok: true });
+  actor.stop();
+});
+
+test('an idle actor holding nothing passivates; a failed load fails the waiting commands', async (t) => {
+  const idle = start(async () => product(), { idleMs: 10 });
+  t.like(await idle.reserve(1), { ok: true });
+  idle.send({ type: 'RELEASE', quantity: 1 });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.like(idle.view(), { value: 'passivated', status: 'done' });
+
+  const broken = start(async () => {
+    throw new Error('database down');
+  });
+  await t.throwsAsync(broken.reserve(1), { message: 'database down' });
+  t.like(broken.view(), { value: 'failed', status: 'done' });
+});
