@@ -1,6 +1,6 @@
 // GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { cachingResponseHeaders, IF_NONE_MATCH_HEADER, sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, ifNoneMatchHeaders, sendRepresentation } from '../lib/http/etag';
 import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
 import type { Services } from '../lib/services';
 
@@ -17,7 +17,7 @@ export function categoryRoutes(services: Services): RouteDef[] {
         'Every category, ordered by displayOrder then id (cached 1 h in the service, always revalidated by HTTP caches; ETag, 304 on If-None-Match)',
       tags: ['Categories'],
       auth: 'public',
-      headers: [IF_NONE_MATCH_HEADER],
+      headers: ifNoneMatchHeaders,
       responses: {
         200: { description: 'All categories', schema: categoryListSchema, headers: LIST_HEADERS },
         304: { description: 'Not modified (If-None-Match matched the ETag)', headers: LIST_HEADERS },

@@ -158,7 +158,7 @@ export function orderLifecycleRoutes(services: Services): RouteDef[] {
       },
       handler: async ({ params, auth }, ctx) => {
         // The orders service decides who may read the order (same rule as GET /orders/:orderId).
-        const order = await services.orders.get(params.orderId, auth!);
+        const order = await services.orders.get(params.orderId, auth);
         ctx.type = 'image/svg+xml; charset=utf-8';
         ctx.set('Cache-Control', 'private, no-cache');
         ctx.body = await services.lifecycle.orderDiagram(order);

@@ -15,7 +15,7 @@ export function memberRoutes(services: Services): RouteDef[] {
       auth: 'any',
       responses: { 200: { description: 'The caller', schema: MEMBER_JSON_SCHEMA }, ...errorResponses(401) },
       handler: async ({ auth }, ctx) => {
-        ctx.body = await services.members.getMe(auth!);
+        ctx.body = await services.members.getMe(auth);
       },
     }),
     defineRoute({
@@ -39,7 +39,7 @@ export function memberRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ auth, body }, ctx) => {
-        ctx.body = await services.members.updateMe(auth!, body);
+        ctx.body = await services.members.updateMe(auth, body);
       },
     }),
     defineRoute({

@@ -17,7 +17,7 @@ export function notificationRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.notifications.listOwn(auth!.id, query);
+        ctx.body = await services.notifications.listOwn(auth.id, query);
       },
     }),
   ];

@@ -2,6 +2,7 @@ import { strictObject } from '../lib/http/validate';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import {
   createOrderBody,
+  createOrderHeaders,
   createOrderResponseSchema,
   orderIdParams,
   orderListQuery,
@@ -9,7 +10,6 @@ import {
   orderSchema,
   statusUpdateBody,
 } from '../lib/orders/order-schemas';
-import type { OrderStatus } from '../actors/order-lifecycle-machine';
 import type { Services } from '../lib/services';
 
 export function orderRoutes(services: Services): RouteDef[] {
@@ -22,13 +22,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       tags: ['Orders'],
       auth: ['BUYER'],
       body: createOrderBody,
-      headers: [
-        {
-          name: 'Idempotency-Key',
-          description:
-            'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
-        },
-      ],
+      headers: createOrderHeaders,
       responses: {
         201: {
           description: 'The created orders (a replay of the first response for a repeated Idempotency-Key)',
@@ -49,10 +43,8 @@ export function orderRoutes(services: Services): RouteDef[] {
           415,
         ),
       },
-      handler: async ({ body, auth }, ctx) => {
-        // A header that is present but empty is a bad key (400), not "no key".
-        const key = ctx.headers['idempotency-key'] === undefined ? undefined : ctx.get('Idempotency-Key');
-        const result = await services.orders.place(auth!.id, body, key);
+      handler: async ({ body, headers, auth }, ctx) => {
+        const result = await services.orders.place(auth.id, body, headers['Idempotency-Key']);
         if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
         ctx.status = result.status;
         ctx.body = result.body;
@@ -70,7 +62,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listOwn(auth!.id, query);
+        ctx.body = await services.orders.listOwn(auth.id, query);
       },
     }),
     defineRoute({
@@ -85,7 +77,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403, 404),
       },
       handler: async ({ params, auth }, ctx) => {
-        ctx.body = await services.orders.get(params.orderId, auth!);
+        ctx.body = await services.orders.get(params.orderId, auth);
       },
     }),
     defineRoute({
@@ -102,7 +94,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),
       },
       handler: async ({ params, auth }, ctx) => {
-        ctx.body = await services.orders.cancel(auth!.id, params.orderId);
+        ctx.body = await services.orders.cancel(auth.id, params.orderId);
       },
     }),
     defineRoute({
@@ -117,7 +109,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listForSeller(auth!.id, query);
+        ctx.body = await services.orders.listForSeller(auth.id, query);
       },
     }),
     defineRoute({
@@ -140,7 +132,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, body, auth }, ctx) => {
-        ctx.body = await services.orders.updateStatus(auth!.id, params.orderId, body.status as OrderStatus);
+        ctx.body = await services.orders.updateStatus(auth.id, params.orderId, body.status);
       },
     }),
   ];

@@ -2,6 +2,8 @@
 // in-process cache), so a cache hit costs a header compare, not a JSON.stringify + hash per request.
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
+import * as yup from 'yup';
+import { strictObject } from './validate';
 
 export interface Representation {
   /** The JSON text sent as the body. */
@@ -27,11 +29,12 @@ function cacheControl(policy: CachePolicy): string {
   return policy.maxAgeSeconds === undefined ? 'public, no-cache' : `public, max-age=${policy.maxAgeSeconds}`;
 }
 
-/** The request header of a cached GET, for a route's `headers` (OpenAPI documentation). */
-export const IF_NONE_MATCH_HEADER = {
-  name: 'If-None-Match',
-  description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
-};
+/** The request header of a cached GET, for a route's `headers` (read by `sendRepresentation`). */
+export const ifNoneMatchHeaders = strictObject({
+  'If-None-Match': yup.string().meta({
+    description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
+  }),
+});
 
 /** The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation). */
 export function cachingResponseHeaders(cacheControlDescription: string) {

@@ -3,7 +3,7 @@
 // persisted with compare-and-set), and the order reads with their authorization.
 import type { Db, Trx } from '../db';
 import { affectedRows, isDeadlock } from '../db';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
 import { fetchPage, pageEnvelope, type Page, type PageRequest } from '../http/pagination';
 import type { Inventory } from '../inventory/inventory';
@@ -17,7 +17,7 @@ import {
   type OrderStatus,
 } from '../../actors/order-lifecycle-machine';
 import type { IdempotencyStore } from './idempotency';
-import { IDEMPOTENCY_KEY_PATTERN, type CreateOrderBody } from './order-schemas';
+import type { CreateOrderBody } from './order-schemas';
 import { Order } from './order-model';
 import { orderJson, type OrderJson } from './order-json';
 
@@ -130,14 +130,6 @@ export function createOrderService(deps: OrderServiceDeps) {
     async place(buyerId: number, body: CreateOrderBody, idempotencyKey?: string): Promise<PlaceResult> {
       let claimId: number | undefined;
       if (idempotencyKey !== undefined) {
-        if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
-          throw new ValidationError('Invalid request headers', [
-            {
-              field: 'headers.Idempotency-Key',
-              message: 'Idempotency-Key must be 1-255 visible ASCII characters',
-            },
-          ]);
-        }
         const claim = await deps.idempotency.claim(buyerId, idempotencyKey, body);
         if (claim.kind === 'replay')
           return { status: claim.status, body: claim.body as { orders: OrderJson[] }, replayed: true };
