@@ -1,6 +1,6 @@
 // GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { cachingResponseHeaders, ifNoneMatchHeaders, sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
 import type { Services } from '../lib/services';
 
@@ -24,7 +24,7 @@ export function categoryRoutes(services: Services): RouteDef[] {
         ...errorResponses(401),
       },
       handler: async (_input, ctx) => {
-        sendRepresentation(ctx, await services.categories.list(), { scope: 'public' });
+        sendCachedDocument(ctx, await services.categories.list(), { scope: 'public' });
       },
     }),
     defineRoute({

@@ -1,7 +1,7 @@
 // Product routes. @koa/router tries routes in registration order, so /products/popular and
 // /products/cursor come before /products/:productId (which also only accepts an integer id).
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { cachingResponseHeaders, ifNoneMatchHeaders, sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import {
   createProductBody,
   cursorPageSchema,
@@ -48,7 +48,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query }, ctx) => {
-        sendRepresentation(ctx, await services.products.popular(query.limit), {
+        sendCachedDocument(ctx, await services.products.popular(query.limit), {
           scope: 'public',
           maxAgeSeconds: POPULAR_CACHE_TTL_SECONDS,
         });
@@ -117,8 +117,11 @@ export function productRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
       },
       handler: async ({ params, auth }, ctx) => {
-        const { rep, policy } = await services.products.detail(params.productId, auth);
-        sendRepresentation(ctx, rep, policy);
+        const { document, visibility } = await services.products.detail(params.productId, auth);
+        // Shared caches may keep a public product but must revalidate (a cheap 304): after a client's own
+        // write (an order, a PATCH) it must never get the old stock or price from a browser or CDN copy.
+        // A DRAFT depends on who asks, so nobody stores it.
+        sendCachedDocument(ctx, document, { scope: visibility === 'public' ? 'public' : 'private' });
       },
     }),
     defineRoute({

@@ -6,7 +6,7 @@ import type { Db } from '../db';
 import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache } from '../cache';
 import { ConflictError, ValidationError } from '../errors';
-import { representation, type Representation } from '../http/etag';
+import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { CreateCategoryInput } from './category-schemas';
 
 export const CATEGORY_CACHE_TTL_SECONDS = 3600;
@@ -40,11 +40,11 @@ const unknownParent = () =>
 
 export function createCategoryService(deps: { db: Db }) {
   const { db } = deps;
-  const cache = createCache<Representation>(CATEGORY_CACHE_TTL_SECONDS);
+  const cache = createCache<CachedDocument>(CATEGORY_CACHE_TTL_SECONDS);
 
   return {
     /** Every category by displayOrder then id, serialised once per cache fill. */
-    list(): Promise<Representation> {
+    list(): Promise<CachedDocument> {
       return cache.getOrLoad(LIST_KEY, async () => {
         const rows = await db<CategoryRow>('categories')
           .select('id', 'name', 'parent_id', 'display_order')
@@ -52,7 +52,7 @@ export function createCategoryService(deps: { db: Db }) {
             { column: 'display_order', order: 'asc' },
             { column: 'id', order: 'asc' },
           ]);
-        return representation(rows.map(toJson));
+        return cachedDocument(rows.map(toJson));
       });
     },
 

@@ -7,7 +7,7 @@ import { affectedRows, centsToDecimal, toCents } from '../db';
 import { createCache } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
-import { representation, type CachePolicy, type Representation } from '../http/etag';
+import { cachedDocument, type CachedDocument } from '../cached-document';
 import { countRows, fetchPage, pageEnvelope, type Page } from '../http/pagination';
 import type { CategoryService } from '../categories/category-service';
 import { Product } from './product-model';
@@ -30,8 +30,11 @@ export interface CursorPage {
 
 interface CachedDetail {
   product: ProductJson;
-  rep: Representation;
+  document: CachedDocument;
 }
+
+/** Who may see a product: anyone, or only its seller and admins (a DRAFT). */
+export type ProductVisibility = 'public' | 'private';
 
 export interface ProductServiceDeps {
   db: Db;
@@ -49,7 +52,7 @@ export function createProductService(deps: ProductServiceDeps) {
   // Cached per product id, whatever its status (visibility is decided per request, after the cache).
   const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS);
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
-  const popularCache = createCache<Representation>(POPULAR_CACHE_TTL_SECONDS);
+  const popularCache = createCache<CachedDocument>(POPULAR_CACHE_TTL_SECONDS);
 
   // totalElements of the offset list, per filter set and viewer: a COUNT over the visible catalogue is the
   // list's dominant cost, so it runs at most once per COUNT_CACHE_TTL_SECONDS (single-flight) and is
@@ -95,27 +98,25 @@ export function createProductService(deps: ProductServiceDeps) {
   }
 
   return {
-    /** Detail with its caching policy; DELETED is 404 for everyone, DRAFT only for its seller and admins. */
+    /** The product and who may see it; DELETED is 404 for everyone, a DRAFT only for its seller and admins. */
     async detail(
       productId: number,
       viewer: AuthMember | null,
-    ): Promise<{ rep: Representation; policy: CachePolicy }> {
+    ): Promise<{ document: CachedDocument; visibility: ProductVisibility }> {
       // A miss throws inside the load, so unknown ids are never stored (no cache flooding with made-up ids).
       const cached = await detailCache.getOrLoad(String(productId), async () => {
         const product = await loadOne(productId);
         if (!product) throw notFound(productId);
-        return { product, rep: representation(product) };
+        return { product, document: cachedDocument(product) };
       });
       if (cached.product.status === 'DELETED') throw notFound(productId);
       if (cached.product.status === 'DRAFT') {
         const allowed =
           viewer?.role === 'ADMIN' || (viewer?.role === 'SELLER' && viewer.id === cached.product.sellerId);
         if (!allowed) throw notFound(productId);
-        return { rep: cached.rep, policy: { scope: 'private' } };
+        return { document: cached.document, visibility: 'private' };
       }
-      // Shared caches may keep it but must revalidate (a cheap 304): after a client's own write (an order,
-      // a PATCH) it must never get the old stock or price from a browser or CDN copy.
-      return { rep: cached.rep, policy: { scope: 'public' } };
+      return { document: cached.document, visibility: 'public' };
     },
 
     async create(seller: AuthMember, input: CreateProductInput): Promise<ProductJson> {
@@ -228,7 +229,7 @@ export function createProductService(deps: ProductServiceDeps) {
     },
 
     /** ON_SALE by salesCount desc, id desc; one database load per limit per 10 minutes (single-flight). */
-    popular(limit: number): Promise<Representation> {
+    popular(limit: number): Promise<CachedDocument> {
       return popularCache.getOrLoad(String(limit), async () => {
         const rows = await db('products')
           .select('*')
@@ -238,7 +239,7 @@ export function createProductService(deps: ProductServiceDeps) {
             { column: 'id', order: 'desc' },
           ])
           .limit(limit);
-        return representation(await productsJson(db, rows));
+        return cachedDocument(await productsJson(db, rows));
       });
     },
   };
