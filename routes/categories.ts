@@ -8,7 +8,7 @@ const LIST_HEADERS = cachingResponseHeaders(
   'public, no-cache: stored, but revalidated on every use, so a new category shows at once',
 );
 
-export function categoryRoutes(services: Services): RouteDef[] {
+export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

@@ -76,7 +76,7 @@ export function openApiRoutes(table: () => RouteTableGroup[]): RouteDef[] {
 }
 
 /** The pages under /docs (mounted at the root, outside /api/v1). */
-export function docsPageRoutes(services: Services, apiPrefix: string): RouteDef[] {
+export function docsPageRoutes(services: Pick<Services, 'lifecycle'>, apiPrefix: string): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -134,7 +134,7 @@ export function docsPageRoutes(services: Services, apiPrefix: string): RouteDef[
 }
 
 /** GET /api/v1/orders/:orderId/lifecycle: one order's diagram, readable by whoever may read the order. */
-export function orderLifecycleRoutes(services: Services): RouteDef[] {
+export function orderLifecycleRoutes(services: Pick<Services, 'orders' | 'lifecycle'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

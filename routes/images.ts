@@ -13,7 +13,7 @@ import type { Services } from '../lib/services';
 // Uploaded names are random UUIDs, so a file's bytes never change: clients and proxies may keep it.
 const FILE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
-export function imageRoutes(services: Services): RouteDef[] {
+export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
   return [
     defineRoute({
       method: 'post',
@@ -83,7 +83,7 @@ export function imageRoutes(services: Services): RouteDef[] {
 }
 
 /** Non-API routes (mounted without the /api/v1 prefix). */
-export function uploadRoutes(services: Services): RouteDef[] {
+export function uploadRoutes(services: Pick<Services, 'images'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

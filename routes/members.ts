@@ -5,7 +5,7 @@ import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
 import { listMembersQuery, updateMeBody } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
 
-export function memberRoutes(services: Services): RouteDef[] {
+export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

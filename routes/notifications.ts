@@ -2,7 +2,7 @@ import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
 import type { Services } from '../lib/services';
 
-export function notificationRoutes(services: Services): RouteDef[] {
+export function notificationRoutes(services: Pick<Services, 'notifications'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

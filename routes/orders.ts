@@ -12,7 +12,7 @@ import {
 } from '../lib/orders/order-schemas';
 import type { Services } from '../lib/services';
 
-export function orderRoutes(services: Services): RouteDef[] {
+export function orderRoutes(services: Pick<Services, 'orders'>): RouteDef[] {
   return [
     defineRoute({
       method: 'post',

@@ -28,7 +28,7 @@ const notModified = (headers: ReturnType<typeof cachingResponseHeaders>) => ({
   headers,
 });
 
-export function productRoutes(services: Services): RouteDef[] {
+export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
