@@ -7,7 +7,7 @@ import {
   productImagesParams,
   uploadedFileParams,
 } from '../lib/images/image-schemas';
-import { createImageUploadParser, incomingFiles } from '../lib/images/image-upload';
+import { createImageUploadParser, incomingFiles } from '../lib/http/image-upload-parser';
 import type { Services } from '../lib/services';
 
 // Uploaded names are random UUIDs, so a file's bytes never change: clients and proxies may keep it.

@@ -53,7 +53,7 @@ export interface OpenApiOperation {
 
 export const SECURITY_SCHEME = 'bearerAuth';
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
-// Every response carries the request id (lib/http/request-context.ts), errors and successes alike.
+// Every response carries the request id (lib/http/request-id.ts), errors and successes alike.
 const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
 
 function schemaRef(schema: JsonSchema): JsonSchema {
