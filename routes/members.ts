@@ -1,6 +1,6 @@
 // GET/PATCH /members/me and the admin's GET /admin/members.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { pageEnvelopeSchema } from '../lib/http/pagination';
+import { pageEnvelope, pageEnvelopeSchema } from '../lib/http/pagination';
 import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
 import { listMembersQuery, updateMeBody } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
@@ -54,7 +54,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query }, ctx) => {
-        ctx.body = await services.members.list(query);
+        ctx.body = pageEnvelope(await services.members.list(query), query);
       },
     }),
   ];

@@ -1,4 +1,5 @@
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelope } from '../lib/http/pagination';
 import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
 import type { Services } from '../lib/services';
 
@@ -17,7 +18,7 @@ export function notificationRoutes(services: Pick<Services, 'notifications'>): R
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.notifications.listOwn(auth.id, query);
+        ctx.body = pageEnvelope(await services.notifications.listOwn(auth.id, query), query);
       },
     }),
   ];

@@ -1,5 +1,6 @@
 import { strictObject } from '../lib/http/validate';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelope } from '../lib/http/pagination';
 import {
   createOrderBody,
   createOrderHeaders,
@@ -62,7 +63,7 @@ export function orderRoutes(services: Pick<Services, 'orders'>): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listOwn(auth.id, query);
+        ctx.body = pageEnvelope(await services.orders.listOwn(auth.id, query), query);
       },
     }),
     defineRoute({
@@ -109,7 +110,7 @@ export function orderRoutes(services: Pick<Services, 'orders'>): RouteDef[] {
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listForSeller(auth.id, query);
+        ctx.body = pageEnvelope(await services.orders.listForSeller(auth.id, query), query);
       },
     }),
     defineRoute({

@@ -1,6 +1,7 @@
 // Product routes. @koa/router tries routes in registration order, so /products/popular and
 // /products/cursor come before /products/:productId (which also only accepts an integer id).
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelope } from '../lib/http/pagination';
 import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import {
   createProductBody,
@@ -83,7 +84,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.products.list(auth, query);
+        ctx.body = pageEnvelope(await services.products.list(auth, query), query);
       },
     }),
     defineRoute({

@@ -5,7 +5,7 @@ import type { Db, Trx } from '../db';
 import { affectedRows, isDeadlock } from '../db';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
-import { fetchPage, pageEnvelope, type Page, type PageRequest } from '../http/pagination';
+import { fetchPage, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 import type { Inventory } from '../inventory/inventory';
 import { restoreStock, totalsByProduct } from '../inventory/stock-sql';
 import { writeOutbox } from '../notifications/outbox';
@@ -162,18 +162,21 @@ export function createOrderService(deps: OrderServiceDeps) {
     },
 
     /** GET /orders — the caller's own orders (as buyer), newest first. */
-    async listOwn(buyerId: number, request: PageRequest & { status?: string }): Promise<Page<OrderJson>> {
+    async listOwn(
+      buyerId: number,
+      request: PageRequest & { status?: string },
+    ): Promise<PageSlice<OrderJson>> {
       const query = db('orders').where('buyer_id', buyerId).orderBy('id', 'desc').select('id');
       if (request.status) query.andWhere('status', request.status);
-      const { rows, total } = await fetchPage<{ id: number }>(query, request);
-      return pageEnvelope(await loadOrders(rows.map((row) => row.id)), request, total);
+      const page = await fetchPage<{ id: number }>(query, request);
+      return mapPage(page, (rows) => loadOrders(rows.map((row) => row.id)));
     },
 
     /** GET /sellers/orders — orders containing the seller's products, newest first. */
     async listForSeller(
       sellerId: number,
       request: PageRequest & { status?: string },
-    ): Promise<Page<OrderJson>> {
+    ): Promise<PageSlice<OrderJson>> {
       const query = db('orders')
         .whereExists(
           db('order_items')
@@ -184,8 +187,8 @@ export function createOrderService(deps: OrderServiceDeps) {
         .orderBy('orders.id', 'desc')
         .select('orders.id');
       if (request.status) query.andWhere('orders.status', request.status);
-      const { rows, total } = await fetchPage<{ id: number }>(query, request);
-      return pageEnvelope(await loadOrders(rows.map((row) => row.id)), request, total);
+      const page = await fetchPage<{ id: number }>(query, request);
+      return mapPage(page, (rows) => loadOrders(rows.map((row) => row.id)));
     },
 
     /** PATCH /sellers/orders/:id/status — exactly one step forward, by a seller with items in the order. */
