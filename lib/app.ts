@@ -7,7 +7,7 @@ import { koaBody } from 'koa-body';
 import { corsMiddleware } from './http/cors';
 import { errorHandler } from './http/error-handler';
 import { routeFallback } from './http/fallback';
-import { requestContext } from './http/request-context';
+import { requestIdAndAccessLog } from './http/request-id';
 import { mountRoutes } from './http/route';
 import { createServices, type Deps, type Services } from './services';
 import { routeTable, type RouteGroup } from '../routes/index';
@@ -29,7 +29,7 @@ export function createApp(deps: Deps): AppBundle {
 
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are handled and logged by errorHandler
-  app.use(requestContext(deps.logger));
+  app.use(requestIdAndAccessLog(deps.logger));
   app.use(errorHandler(deps.logger));
   app.use(corsMiddleware(deps.config.corsOrigins));
   app.use(

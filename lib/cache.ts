@@ -3,8 +3,6 @@
 import NodeCache from 'node-cache';
 
 export interface Cache<T> {
-  get(key: string): T | undefined;
-  set(key: string, value: T): void;
   del(key: string | string[]): void;
   flush(): void;
   /** The cached value, or the result of one shared `load()` for all concurrent callers. */
@@ -23,8 +21,6 @@ export function createCache<T>(ttlSeconds: number): Cache<T> {
   const gen = (key: string) => generation.get(key) ?? 0;
 
   return {
-    get: (key) => store.get<T>(key),
-    set: (key, value) => void store.set(key, value),
     del(keys) {
       for (const key of Array.isArray(keys) ? keys : [keys]) {
         generation.set(key, gen(key) + 1);

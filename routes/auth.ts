@@ -4,7 +4,7 @@ import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
 import type { Services } from '../lib/services';
 
-export function authRoutes(services: Services): RouteDef[] {
+export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
   return [
     defineRoute({
       method: 'post',

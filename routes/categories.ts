@@ -1,6 +1,6 @@
 // GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { cachingResponseHeaders, IF_NONE_MATCH_HEADER, sendRepresentation } from '../lib/http/etag';
+import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
 import type { Services } from '../lib/services';
 
@@ -8,7 +8,7 @@ const LIST_HEADERS = cachingResponseHeaders(
   'public, no-cache: stored, but revalidated on every use, so a new category shows at once',
 );
 
-export function categoryRoutes(services: Services): RouteDef[] {
+export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -17,14 +17,14 @@ export function categoryRoutes(services: Services): RouteDef[] {
         'Every category, ordered by displayOrder then id (cached 1 h in the service, always revalidated by HTTP caches; ETag, 304 on If-None-Match)',
       tags: ['Categories'],
       auth: 'public',
-      headers: [IF_NONE_MATCH_HEADER],
+      headers: ifNoneMatchHeaders,
       responses: {
         200: { description: 'All categories', schema: categoryListSchema, headers: LIST_HEADERS },
         304: { description: 'Not modified (If-None-Match matched the ETag)', headers: LIST_HEADERS },
         ...errorResponses(401),
       },
       handler: async (_input, ctx) => {
-        sendRepresentation(ctx, await services.categories.list(), { scope: 'public' });
+        sendCachedDocument(ctx, await services.categories.list(), { scope: 'public' });
       },
     }),
     defineRoute({

@@ -76,7 +76,7 @@ export function openApiRoutes(table: () => RouteTableGroup[]): RouteDef[] {
 }
 
 /** The pages under /docs (mounted at the root, outside /api/v1). */
-export function docsPageRoutes(services: Services, apiPrefix: string): RouteDef[] {
+export function docsPageRoutes(services: Pick<Services, 'orderDiagram'>, apiPrefix: string): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

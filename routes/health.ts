@@ -16,7 +16,7 @@ const readySchema = {
   required: ['status', 'checks'],
 };
 
-export function healthRoutes(services: Services): RouteDef[] {
+export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',

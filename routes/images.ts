@@ -1,8 +1,5 @@
 // Image routes: upload and delete under /api/v1, and the public, read-only /uploads files.
-import type { Middleware } from 'koa';
-import type { AuthMember } from '../lib/auth/tokens';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { validate } from '../lib/http/validate';
 import {
   binaryFileSchema,
   imageListSchema,
@@ -10,21 +7,13 @@ import {
   productImagesParams,
   uploadedFileParams,
 } from '../lib/images/image-schemas';
-import { createImageUploadParser, incomingFiles } from '../lib/images/image-upload';
+import { createImageUploadParser, incomingFiles } from '../lib/http/image-upload-parser';
 import type { Services } from '../lib/services';
 
 // Uploaded names are random UUIDs, so a file's bytes never change: clients and proxies may keep it.
 const FILE_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
-export function imageRoutes(services: Services): RouteDef[] {
-  // Refuses a stranger's or unknown product before its body is streamed to disk (the service checks
-  // again, authoritatively, inside the transaction).
-  const ownerFirst: Middleware = async function checkImageOwner(ctx, next) {
-    const { productId } = await validate(productImagesParams, ctx.params, 'params');
-    await services.images.checkCanUpload(productId as number, ctx.state.auth as AuthMember);
-    return next();
-  };
-
+export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
   return [
     defineRoute({
       method: 'post',
@@ -48,7 +37,10 @@ export function imageRoutes(services: Services): RouteDef[] {
           },
         },
       },
-      before: [ownerFirst, createImageUploadParser(services.images.uploadDir)],
+      // Refuses a stranger's or unknown product before its body is streamed to disk (the service checks
+      // again, authoritatively, inside the transaction).
+      beforeBody: ({ params, auth }) => services.images.checkCanUpload(params.productId, auth),
+      before: [createImageUploadParser(services.images.uploadDir)],
       responses: {
         201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },
         ...errorResponses(
@@ -61,11 +53,7 @@ export function imageRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, auth }, ctx) => {
-        const images = await services.images.upload(
-          params.productId as number,
-          auth as AuthMember,
-          incomingFiles(ctx),
-        );
+        const images = await services.images.upload(params.productId, auth, incomingFiles(ctx));
         ctx.status = 201;
         ctx.body = { images };
       },
@@ -87,11 +75,7 @@ export function imageRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, auth }, ctx) => {
-        await services.images.remove(
-          params.productId as number,
-          params.imageId as number,
-          auth as AuthMember,
-        );
+        await services.images.remove(params.productId, params.imageId, auth);
         ctx.status = 204;
       },
     }),
@@ -99,7 +83,7 @@ export function imageRoutes(services: Services): RouteDef[] {
 }
 
 /** Non-API routes (mounted without the /api/v1 prefix). */
-export function uploadRoutes(services: Services): RouteDef[] {
+export function uploadRoutes(services: Pick<Services, 'images'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -120,7 +104,7 @@ export function uploadRoutes(services: Services): RouteDef[] {
         ]),
       },
       handler: async ({ params }, ctx) => {
-        const file = await services.images.openFile(params.productId as number, params.file as string);
+        const file = await services.images.openFile(params.productId, params.file);
         ctx.set('Content-Type', file.contentType);
         ctx.set('Content-Length', String(file.size));
         ctx.set('X-Content-Type-Options', 'nosniff');

@@ -19,23 +19,26 @@ export interface RouteGroup {
 
 export const API_PREFIX = '/api/v1';
 
+/** Each route file receives only the services it declares. */
 export function routeTable(services: Services): RouteGroup[] {
+  const { health, auth, members, categories, products, images, orders, notifications, orderDiagram } =
+    services;
   const groups: RouteGroup[] = [
-    { prefix: '', routes: [...healthRoutes(services), ...uploadRoutes(services)] },
+    { prefix: '', routes: [...healthRoutes({ health }), ...uploadRoutes({ images })] },
     {
       prefix: API_PREFIX,
       routes: [
-        ...authRoutes(services),
-        ...memberRoutes(services),
-        ...categoryRoutes(services),
-        ...productRoutes(services),
-        ...imageRoutes(services),
-        ...orderRoutes(services),
-        ...notificationRoutes(services),
+        ...authRoutes({ auth }),
+        ...memberRoutes({ members }),
+        ...categoryRoutes({ categories }),
+        ...productRoutes({ products }),
+        ...imageRoutes({ images }),
+        ...orderRoutes({ orders, orderDiagram }),
+        ...notificationRoutes({ notifications }),
       ],
     },
     // Documentation last: the OpenAPI document describes every group above (and itself).
-    { prefix: '', routes: docsPageRoutes(services, API_PREFIX) },
+    { prefix: '', routes: docsPageRoutes({ orderDiagram }, API_PREFIX) },
     { prefix: API_PREFIX, routes: openApiRoutes(() => groups) },
   ];
   return groups;

@@ -1,11 +1,11 @@
 // GET/PATCH /members/me and the admin's GET /admin/members.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { pageEnvelopeSchema } from '../lib/http/pagination';
+import { pageEnvelope, pageEnvelopeSchema } from '../lib/http/pagination';
 import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
 import { listMembersQuery, updateMeBody } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
 
-export function memberRoutes(services: Services): RouteDef[] {
+export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -15,7 +15,7 @@ export function memberRoutes(services: Services): RouteDef[] {
       auth: 'any',
       responses: { 200: { description: 'The caller', schema: MEMBER_JSON_SCHEMA }, ...errorResponses(401) },
       handler: async ({ auth }, ctx) => {
-        ctx.body = await services.members.getMe(auth!);
+        ctx.body = await services.members.getMe(auth);
       },
     }),
     defineRoute({
@@ -39,7 +39,7 @@ export function memberRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ auth, body }, ctx) => {
-        ctx.body = await services.members.updateMe(auth!, body);
+        ctx.body = await services.members.updateMe(auth, body);
       },
     }),
     defineRoute({
@@ -54,7 +54,7 @@ export function memberRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query }, ctx) => {
-        ctx.body = await services.members.list(query);
+        ctx.body = pageEnvelope(await services.members.list(query), query);
       },
     }),
   ];

@@ -1,8 +1,9 @@
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelope } from '../lib/http/pagination';
 import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
 import type { Services } from '../lib/services';
 
-export function notificationRoutes(services: Services): RouteDef[] {
+export function notificationRoutes(services: Pick<Services, 'notifications'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -17,7 +18,7 @@ export function notificationRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.notifications.listOwn(auth!.id, query);
+        ctx.body = pageEnvelope(await services.notifications.listOwn(auth.id, query), query);
       },
     }),
   ];

@@ -1,7 +1,9 @@
 import { strictObject } from '../lib/http/validate';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { pageEnvelope } from '../lib/http/pagination';
 import {
   createOrderBody,
+  createOrderHeaders,
   createOrderResponseSchema,
   orderIdParams,
   orderListQuery,
@@ -9,10 +11,9 @@ import {
   orderSchema,
   statusUpdateBody,
 } from '../lib/orders/order-schemas';
-import type { OrderStatus } from '../actors/order-lifecycle-machine';
 import type { Services } from '../lib/services';
 
-export function orderRoutes(services: Services): RouteDef[] {
+export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>): RouteDef[] {
   return [
     defineRoute({
       method: 'post',
@@ -22,13 +23,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       tags: ['Orders'],
       auth: ['BUYER'],
       body: createOrderBody,
-      headers: [
-        {
-          name: 'Idempotency-Key',
-          description:
-            'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
-        },
-      ],
+      headers: createOrderHeaders,
       responses: {
         201: {
           description: 'The created orders (a replay of the first response for a repeated Idempotency-Key)',
@@ -49,10 +44,8 @@ export function orderRoutes(services: Services): RouteDef[] {
           415,
         ),
       },
-      handler: async ({ body, auth }, ctx) => {
-        // A header that is present but empty is a bad key (400), not "no key".
-        const key = ctx.headers['idempotency-key'] === undefined ? undefined : ctx.get('Idempotency-Key');
-        const { orders, replayed } = await services.orders.place(auth!.id, body, key);
+      handler: async ({ body, headers, auth }, ctx) => {
+        const { orders, replayed } = await services.orders.place(auth.id, body, headers['Idempotency-Key']);
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
         ctx.status = 201;
         ctx.body = { orders };
@@ -70,7 +63,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listOwn(auth!.id, query);
+        ctx.body = pageEnvelope(await services.orders.listOwn(auth.id, query), query);
       },
     }),
     defineRoute({
@@ -85,7 +78,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403, 404),
       },
       handler: async ({ params, auth }, ctx) => {
-        ctx.body = await services.orders.get(params.orderId, auth!);
+        ctx.body = await services.orders.get(params.orderId, auth);
       },
     }),
     defineRoute({
@@ -110,7 +103,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       },
       handler: async ({ params, auth }, ctx) => {
         // The orders service decides who may read the order (same rule as GET /orders/:orderId).
-        const order = await services.orders.get(params.orderId, auth!);
+        const order = await services.orders.get(params.orderId, auth);
         ctx.type = 'image/svg+xml; charset=utf-8';
         ctx.set('Cache-Control', 'private, no-cache');
         ctx.body = await services.orderDiagram.orderDiagram(order);
@@ -130,7 +123,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),
       },
       handler: async ({ params, auth }, ctx) => {
-        ctx.body = await services.orders.cancel(auth!.id, params.orderId);
+        ctx.body = await services.orders.cancel(auth.id, params.orderId);
       },
     }),
     defineRoute({
@@ -145,7 +138,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.orders.listForSeller(auth!.id, query);
+        ctx.body = pageEnvelope(await services.orders.listForSeller(auth.id, query), query);
       },
     }),
     defineRoute({
@@ -168,7 +161,7 @@ export function orderRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, body, auth }, ctx) => {
-        ctx.body = await services.orders.updateStatus(auth!.id, params.orderId, body.status as OrderStatus);
+        ctx.body = await services.orders.updateStatus(auth.id, params.orderId, body.status);
       },
     }),
   ];

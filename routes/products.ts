@@ -1,8 +1,8 @@
 // Product routes. @koa/router tries routes in registration order, so /products/popular and
 // /products/cursor come before /products/:productId (which also only accepts an integer id).
-import type { AuthMember } from '../lib/auth/tokens';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { cachingResponseHeaders, IF_NONE_MATCH_HEADER, sendRepresentation } from '../lib/http/etag';
+import { pageEnvelope } from '../lib/http/pagination';
+import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import {
   createProductBody,
   cursorPageSchema,
@@ -16,7 +16,6 @@ import {
   updateProductBody,
 } from '../lib/products/product-schemas';
 import { POPULAR_CACHE_TTL_SECONDS } from '../lib/products/product-service';
-import type { ProductStatus } from '../lib/products/product-model';
 import type { Services } from '../lib/services';
 
 const POPULAR_HEADERS = cachingResponseHeaders(
@@ -30,7 +29,7 @@ const notModified = (headers: ReturnType<typeof cachingResponseHeaders>) => ({
   headers,
 });
 
-export function productRoutes(services: Services): RouteDef[] {
+export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] {
   return [
     defineRoute({
       method: 'get',
@@ -39,7 +38,7 @@ export function productRoutes(services: Services): RouteDef[] {
       tags: ['Products'],
       auth: 'public',
       query: popularProductsQuery,
-      headers: [IF_NONE_MATCH_HEADER],
+      headers: ifNoneMatchHeaders,
       responses: {
         200: {
           description: 'Popular products (limit 1..50, default 10)',
@@ -50,7 +49,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query }, ctx) => {
-        sendRepresentation(ctx, await services.products.popular(query.limit as number), {
+        sendCachedDocument(ctx, await services.products.popular(query.limit), {
           scope: 'public',
           maxAgeSeconds: POPULAR_CACHE_TTL_SECONDS,
         });
@@ -69,10 +68,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ...errorResponses([400, 'VALIDATION_ERROR, INVALID_CURSOR'], 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.products.cursorList(auth, {
-          ...query,
-          status: query.status as ProductStatus | undefined,
-        });
+        ctx.body = await services.products.cursorList(auth, query);
       },
     }),
     defineRoute({
@@ -88,10 +84,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = await services.products.list(auth, {
-          ...query,
-          status: query.status as ProductStatus | undefined,
-        });
+        ctx.body = pageEnvelope(await services.products.list(auth, query), query);
       },
     }),
     defineRoute({
@@ -107,7 +100,7 @@ export function productRoutes(services: Services): RouteDef[] {
       },
       handler: async ({ body, auth }, ctx) => {
         ctx.status = 201;
-        ctx.body = await services.products.create(auth as AuthMember, body);
+        ctx.body = await services.products.create(auth, body);
       },
     }),
     defineRoute({
@@ -118,15 +111,18 @@ export function productRoutes(services: Services): RouteDef[] {
       tags: ['Products'],
       auth: 'public',
       params: productIdParams,
-      headers: [IF_NONE_MATCH_HEADER],
+      headers: ifNoneMatchHeaders,
       responses: {
         200: { description: 'The product', schema: productSchema, headers: DETAIL_HEADERS },
         304: notModified(DETAIL_HEADERS),
         ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
       },
       handler: async ({ params, auth }, ctx) => {
-        const { rep, policy } = await services.products.detail(params.productId as number, auth);
-        sendRepresentation(ctx, rep, policy);
+        const { document, visibility } = await services.products.detail(params.productId, auth);
+        // Shared caches may keep a public product but must revalidate (a cheap 304): after a client's own
+        // write (an order, a PATCH) it must never get the old stock or price from a browser or CDN copy.
+        // A DRAFT depends on who asks, so nobody stores it.
+        sendCachedDocument(ctx, document, { scope: visibility === 'public' ? 'public' : 'private' });
       },
     }),
     defineRoute({
@@ -150,7 +146,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, body, auth }, ctx) => {
-        ctx.body = await services.products.update(auth as AuthMember, params.productId as number, body);
+        ctx.body = await services.products.update(auth, params.productId, body);
       },
     }),
     defineRoute({
@@ -170,7 +166,7 @@ export function productRoutes(services: Services): RouteDef[] {
         ),
       },
       handler: async ({ params, auth }, ctx) => {
-        await services.products.remove(auth as AuthMember, params.productId as number);
+        await services.products.remove(auth, params.productId);
         ctx.status = 204;
       },
     }),

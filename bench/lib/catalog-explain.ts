@@ -1,10 +1,10 @@
 // EXPLAIN of the catalogue's list queries, built by the service's own query builders (lib/products/
-// product-list.ts), so the plans shown are the plans the endpoints get. Used by bench/catalog.ts and
+// product-repository.ts), so the plans shown are the plans the endpoints get. Used by bench/catalog.ts and
 // runnable alone: `DATABASE_URL=mysql://... node --import tsx bench/lib/catalog-explain.ts`.
 import { pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
-import { applyCursor, applyFilters, applySort, parseSort } from '../../lib/products/product-list';
+import { applyCursor, applyFilters, applySort, parseSort } from '../../lib/products/product-repository';
 
 export interface PlanRow {
   query: string;
@@ -33,24 +33,29 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
   const queries: Array<[string, () => { toSQL(): { sql: string; bindings: readonly unknown[] } }]> = [
     [
       'list default (createdAt desc)',
-      () => applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc')).limit(20),
+      () => applySort(applyFilters(db, products(), null, {}), parseSort('createdAt,desc')).limit(20),
     ],
-    ['list count', () => applyFilters(db('products').count({ n: '*' }), null, {})],
-    ['list price asc', () => applySort(applyFilters(products(), null, {}), parseSort('price,asc')).limit(20)],
+    ['list count', () => applyFilters(db, db('products').count({ n: '*' }), null, {})],
+    [
+      'list price asc',
+      () => applySort(applyFilters(db, products(), null, {}), parseSort('price,asc')).limit(20),
+    ],
     [
       'list salesCount desc',
-      () => applySort(applyFilters(products(), null, {}), parseSort('salesCount,desc')).limit(20),
+      () => applySort(applyFilters(db, products(), null, {}), parseSort('salesCount,desc')).limit(20),
     ],
     [
       'list status=ON_SALE price desc',
       () =>
-        applySort(applyFilters(products(), null, { status: 'ON_SALE' }), parseSort('price,desc')).limit(20),
+        applySort(applyFilters(db, products(), null, { status: 'ON_SALE' }), parseSort('price,desc')).limit(
+          20,
+        ),
     ],
     [
       'list categoryId',
       () =>
         applySort(
-          applyFilters(products(), null, { categoryId: some.category_id }),
+          applyFilters(db, products(), null, { categoryId: some.category_id }),
           parseSort('createdAt,desc'),
         ).limit(20),
     ],
@@ -58,39 +63,41 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
       'list sellerId',
       () =>
         applySort(
-          applyFilters(products(), null, { sellerId: some.seller_id }),
+          applyFilters(db, products(), null, { sellerId: some.seller_id }),
           parseSort('createdAt,desc'),
         ).limit(20),
     ],
     [
       'list keyword',
       () =>
-        applySort(applyFilters(products(), null, { keyword: 'lamp' }), parseSort('createdAt,desc')).limit(20),
+        applySort(applyFilters(db, products(), null, { keyword: 'lamp' }), parseSort('createdAt,desc')).limit(
+          20,
+        ),
     ],
     [
       'list price range',
       () =>
         applySort(
-          applyFilters(products(), null, { minPrice: 10_000, maxPrice: 20_000 }),
+          applyFilters(db, products(), null, { minPrice: 10_000, maxPrice: 20_000 }),
           parseSort('price,asc'),
         ).limit(20),
     ],
     [
       'list offset 90k',
       () =>
-        applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc'))
+        applySort(applyFilters(db, products(), null, {}), parseSort('createdAt,desc'))
           .offset(90_000)
           .limit(20),
     ],
     [
       'cursor first page',
-      () => applySort(applyFilters(products(), null, {}), parseSort('createdAt,desc')).limit(21),
+      () => applySort(applyFilters(db, products(), null, {}), parseSort('createdAt,desc')).limit(21),
     ],
     [
       'cursor at depth 90k',
       () =>
         applySort(
-          applyCursor(applyFilters(products(), null, {}), {
+          applyCursor(applyFilters(db, products(), null, {}), {
             createdAt: new Date(cursor.created_at),
             id: cursor.id,
           }),
@@ -101,7 +108,7 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
       'cursor + categoryId',
       () =>
         applySort(
-          applyCursor(applyFilters(products(), null, { categoryId: some.category_id }), {
+          applyCursor(applyFilters(db, products(), null, { categoryId: some.category_id }), {
             createdAt: new Date(cursor.created_at),
             id: cursor.id,
           }),

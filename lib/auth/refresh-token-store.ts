@@ -3,53 +3,32 @@
 // is issued. Presenting a used token again means it leaked (or a client raced itself): the whole family
 // is revoked, so the thief's and the owner's newest tokens stop working alike.
 import crypto from 'node:crypto';
-import { affectedRows, type Db, type Trx } from '../db';
+import type { Db, Trx } from '../db';
 import { UnauthenticatedError } from '../errors';
 import type { Logger } from '../logger';
+import { createRefreshTokenRepository, type RefreshTokenRow } from './refresh-token-repository';
 import { hashToken, type TokenService } from './tokens';
-
-interface RefreshTokenRow {
-  id: number;
-  member_id: number;
-  family_id: string;
-  expires_at: Date | string | number;
-  used_at: unknown;
-  revoked_at: unknown;
-}
 
 const invalid = (message = 'Refresh token is invalid') => new UnauthenticatedError('INVALID_TOKEN', message);
 
 export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: TokenService }) {
   const { db, tokens } = deps;
+  const repository = createRefreshTokenRepository(db);
   const log = deps.logger.child({ component: 'RefreshTokens' });
 
   async function issue(memberId: number, familyId: string, trx?: Trx): Promise<string> {
     const { token, claims } = tokens.signRefreshToken(memberId, familyId);
-    await (trx ?? db)('refresh_tokens').insert({
-      member_id: memberId,
-      family_id: familyId,
-      token_hash: hashToken(token),
-      expires_at: claims.expiresAt,
-      created_at: new Date(),
-    });
-    return token;
-  }
-
-  async function revokeFamily(familyId: string, trx?: Trx): Promise<number> {
-    return affectedRows(
-      await (trx ?? db)('refresh_tokens')
-        .where({ family_id: familyId })
-        .whereNull('revoked_at')
-        .update({ revoked_at: new Date() }),
+    await repository.insert(
+      { memberId, familyId, tokenHash: hashToken(token), expiresAt: claims.expiresAt },
+      trx,
     );
+    return token;
   }
 
   /** Verifies the JWT and finds its stored row; the row must agree with the claims. */
   async function findRow(token: string): Promise<RefreshTokenRow> {
     const claims = tokens.verifyRefreshToken(token);
-    const row = (await db('refresh_tokens')
-      .where({ token_hash: hashToken(token) })
-      .first()) as RefreshTokenRow | undefined;
+    const row = await repository.findByHash(hashToken(token));
     if (!row || Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId)
       throw invalid();
     return row;
@@ -60,7 +39,7 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
     async startFamily(memberId: number): Promise<string> {
       // Housekeeping on the member's own rows: expired tokens are useless (used ones are kept until they
       // expire, because they are what detects a replay), so the table grows with live sessions only.
-      await db('refresh_tokens').where({ member_id: memberId }).where('expires_at', '<', new Date()).delete();
+      await repository.deleteExpiredOf(memberId);
       return issue(memberId, crypto.randomUUID());
     },
 
@@ -75,17 +54,10 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
       const next = await db.transaction(async (trx) => {
         // The conditional UPDATE decides between racing presentations of the same token: exactly one
         // marks it used; the others see 0 rows and are treated as reuse.
-        const marked = affectedRows(
-          await trx('refresh_tokens')
-            .where({ id: row.id })
-            .whereNull('used_at')
-            .whereNull('revoked_at')
-            .update({ used_at: new Date() }),
-        );
-        return marked === 1 ? issue(memberId, row.family_id, trx) : null;
+        return (await repository.markUsed(row.id, trx)) ? issue(memberId, row.family_id, trx) : null;
       });
       if (next === null) {
-        const revoked = await revokeFamily(row.family_id);
+        const revoked = await repository.revokeFamily(row.family_id);
         log.warn({ memberId, revoked }, 'Reuse of a rotated refresh token: token family revoked');
         throw invalid('Refresh token was already used; the session has been revoked');
       }
@@ -95,18 +67,11 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
     /** Logout: revokes the family of a valid refresh token (idempotent). */
     async revokeFamilyOf(token: string): Promise<void> {
       const row = await findRow(token);
-      await revokeFamily(row.family_id);
+      await repository.revokeFamily(row.family_id);
     },
 
     /** Revokes every refresh token of a member (password change). */
-    async revokeAllOf(memberId: number, trx?: Trx): Promise<number> {
-      return affectedRows(
-        await (trx ?? db)('refresh_tokens')
-          .where({ member_id: memberId })
-          .whereNull('revoked_at')
-          .update({ revoked_at: new Date() }),
-      );
-    },
+    revokeAllOf: (memberId: number, trx?: Trx): Promise<number> => repository.revokeAllOf(memberId, trx),
   };
 }
 

@@ -6,8 +6,9 @@ import type { Db } from '../db';
 import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache } from '../cache';
 import { ConflictError, ValidationError } from '../errors';
-import { representation, type Representation } from '../http/etag';
+import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { CreateCategoryInput } from './category-schemas';
+import { createCategoryRepository, type CategoryRow } from './category-repository';
 
 export const CATEGORY_CACHE_TTL_SECONDS = 3600;
 const LIST_KEY = 'all';
@@ -17,13 +18,6 @@ export interface CategoryJson {
   name: string;
   parentId: number | null;
   displayOrder: number;
-}
-
-interface CategoryRow {
-  id: number;
-  name: string;
-  parent_id: number | null;
-  display_order: number;
 }
 
 const toJson = (row: CategoryRow): CategoryJson => ({
@@ -39,38 +33,24 @@ const unknownParent = () =>
   ]);
 
 export function createCategoryService(deps: { db: Db }) {
-  const { db } = deps;
-  const cache = createCache<Representation>(CATEGORY_CACHE_TTL_SECONDS);
+  const repository = createCategoryRepository(deps.db);
+  const cache = createCache<CachedDocument>(CATEGORY_CACHE_TTL_SECONDS);
 
   return {
     /** Every category by displayOrder then id, serialised once per cache fill. */
-    list(): Promise<Representation> {
+    list(): Promise<CachedDocument> {
       return cache.getOrLoad(LIST_KEY, async () => {
-        const rows = await db<CategoryRow>('categories')
-          .select('id', 'name', 'parent_id', 'display_order')
-          .orderBy([
-            { column: 'display_order', order: 'asc' },
-            { column: 'id', order: 'asc' },
-          ]);
-        return representation(rows.map(toJson));
+        return cachedDocument((await repository.all()).map(toJson));
       });
     },
 
     async create(input: CreateCategoryInput): Promise<CategoryJson> {
       const parentId = input.parentId ?? null;
-      if (parentId !== null && !(await db('categories').where({ id: parentId }).first('id')))
-        throw unknownParent();
-      const row = {
-        name: input.name,
-        name_key: input.name.toLowerCase(),
-        parent_key: parentId ?? 0,
-        parent_id: parentId,
-        display_order: input.displayOrder,
-        created_at: new Date(),
-      };
+      if (parentId !== null && !(await repository.exists(parentId))) throw unknownParent();
+      const category = { name: input.name, parentId, displayOrder: input.displayOrder };
       let insertedId: number;
       try {
-        [insertedId] = await db('categories').insert(row);
+        insertedId = await repository.insert(category);
       } catch (err) {
         if (isUniqueViolation(err)) {
           throw new ConflictError(
@@ -82,17 +62,10 @@ export function createCategoryService(deps: { db: Db }) {
         throw err;
       }
       cache.del(LIST_KEY);
-      return toJson({
-        id: insertedId,
-        name: row.name,
-        parent_id: parentId,
-        display_order: row.display_order,
-      });
+      return { id: insertedId, ...category };
     },
 
-    async exists(categoryId: number): Promise<boolean> {
-      return Boolean(await db('categories').where({ id: categoryId }).first('id'));
-    },
+    exists: (categoryId: number): Promise<boolean> => repository.exists(categoryId),
   };
 }
 

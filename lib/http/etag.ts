@@ -1,19 +1,10 @@
-// HTTP caching of public GETs: a representation is serialised and hashed ONCE (when it enters the
-// in-process cache), so a cache hit costs a header compare, not a JSON.stringify + hash per request.
-import crypto from 'node:crypto';
+// HTTP caching of public GETs: a cached document (serialised and hashed once, when it entered the
+// in-process cache) is sent with a strong ETag and the Cache-Control its route chose; 304 when the client
+// already has it, so a cache hit costs a header compare.
 import type { Context } from 'koa';
-
-export interface Representation {
-  /** The JSON text sent as the body. */
-  json: string;
-  /** Strong ETag: a hash of exactly those bytes. */
-  etag: string;
-}
-
-export function representation(value: unknown): Representation {
-  const json = JSON.stringify(value);
-  return { json, etag: `"${crypto.createHash('sha1').update(json).digest('base64url')}"` };
-}
+import * as yup from 'yup';
+import type { CachedDocument } from '../cached-document';
+import { strictObject } from './validate';
 
 /**
  * `public` responses may be stored by shared caches: for `maxAgeSeconds` without asking again, or, without
@@ -27,11 +18,12 @@ function cacheControl(policy: CachePolicy): string {
   return policy.maxAgeSeconds === undefined ? 'public, no-cache' : `public, max-age=${policy.maxAgeSeconds}`;
 }
 
-/** The request header of a cached GET, for a route's `headers` (OpenAPI documentation). */
-export const IF_NONE_MATCH_HEADER = {
-  name: 'If-None-Match',
-  description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
-};
+/** The request header of a cached GET, for a route's `headers` (read by `sendCachedDocument`). */
+export const ifNoneMatchHeaders = strictObject({
+  'If-None-Match': yup.string().meta({
+    description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
+  }),
+});
 
 /** The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation). */
 export function cachingResponseHeaders(cacheControlDescription: string) {
@@ -53,15 +45,16 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
   return ifNoneMatch.split(',').some((tag) => bare(tag) === wanted);
 }
 
-/** Sends a cached representation with ETag and Cache-Control; 304 without a body when the client has it. */
-export function sendRepresentation(ctx: Context, rep: Representation, policy: CachePolicy): void {
-  ctx.set('ETag', rep.etag);
+/** Sends a cached document with ETag and Cache-Control; 304 without a body when the client has it. */
+export function sendCachedDocument(ctx: Context, document: CachedDocument, policy: CachePolicy): void {
+  const etag = `"${document.hash}"`;
+  ctx.set('ETag', etag);
   ctx.set('Cache-Control', cacheControl(policy));
-  if (etagMatches(ctx.get('If-None-Match'), rep.etag)) {
+  if (etagMatches(ctx.get('If-None-Match'), etag)) {
     ctx.status = 304;
     return;
   }
   ctx.status = 200;
   ctx.type = 'application/json';
-  ctx.body = rep.json;
+  ctx.body = document.json;
 }

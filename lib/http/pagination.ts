@@ -1,17 +1,12 @@
-// Offset pagination shared by every list endpoint (API.md "Lists"): the `page`/`size` query schema,
-// the page envelope `{ content, page, size, totalElements, totalPages, hasNext }`, its JSON Schema for
-// the OpenAPI document, and a knex helper that counts and fetches one page.
-import type { Knex } from 'knex';
+// Offset pagination shared by every list endpoint (API.md "Lists"), the HTTP side: the `page`/`size` query
+// schema, the page envelope `{ content, page, size, totalElements, totalPages, hasNext }` a route builds from
+// a service's PageSlice, and its JSON Schema for the OpenAPI document. The SQL side is lib/query-helpers.ts.
+import type { PageRequest, PageSlice } from '../query-helpers';
 import type { JsonSchema } from './route';
 import { integer } from './validate';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
-
-export interface PageRequest {
-  page: number;
-  size: number;
-}
 
 export interface Page<T> {
   content: T[];
@@ -40,7 +35,8 @@ export function pageQueryFields() {
   };
 }
 
-export function pageEnvelope<T>(content: T[], request: PageRequest, totalElements: number): Page<T> {
+export function pageEnvelope<T>(slice: PageSlice<T>, request: PageRequest): Page<T> {
+  const { items: content, total: totalElements } = slice;
   return {
     content,
     page: request.page,
@@ -65,38 +61,4 @@ export function pageEnvelopeSchema(itemSchema: JsonSchema): JsonSchema {
       hasNext: { type: 'boolean' },
     },
   };
-}
-
-/** OpenAPI descriptions of the two query parameters, for routes that document them by hand. */
-/**
- * Counts the rows of `query` and fetches one page of them. `query` carries the filters and the ORDER BY
- * (a total order, e.g. ending in the id, so pages never overlap); the count ignores the order and selection.
- */
-/** Rows matching `query` (its select and order are ignored). */
-export async function countRows(query: Knex.QueryBuilder): Promise<number> {
-  const counted = (await query.clone().clearSelect().clearOrder().count({ total: '*' }).first()) as
-    { total: number | string } | undefined;
-  return Number(counted?.total ?? 0);
-}
-
-/** One page of `query` and the total; `countTotal` lets a caller supply a cached count. */
-export async function fetchPage<Row>(
-  query: Knex.QueryBuilder,
-  request: PageRequest,
-  countTotal: () => Promise<number> = () => countRows(query),
-): Promise<{ rows: Row[]; total: number }> {
-  const total = await countTotal();
-  const rows =
-    total > request.page * request.size
-      ? ((await query
-          .clone()
-          .offset(request.page * request.size)
-          .limit(request.size)) as Row[])
-      : [];
-  return { rows, total };
-}
-
-/** Escapes `%`, `_` and the escape character itself for `LIKE ? ESCAPE '!'`, so a keyword matches literally. */
-export function likeContains(keyword: string): string {
-  return `%${keyword.replace(/[!%_]/g, (ch) => `!${ch}`)}%`;
 }

@@ -4,13 +4,13 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type * as yup from 'yup';
-import type { Role } from '../config';
-import type { AuthMember, TokenService } from '../auth/tokens';
-import { ForbiddenError, UnsupportedMediaTypeError, UnauthenticatedError } from '../errors';
+import type { TokenService } from '../auth/tokens';
+import { UnsupportedMediaTypeError } from '../errors';
+import { authenticate, callerOf, type AuthRequirement, type CallerOf } from './authenticate';
 import { validate } from './validate';
 
+export type { AuthRequirement } from './authenticate';
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
-export type AuthRequirement = 'public' | 'any' | Role[];
 /** A JSON Schema (OpenAPI 3.1 dialect) describing a response body. */
 export type JsonSchema = Record<string, unknown>;
 
@@ -25,102 +25,120 @@ export interface ResponseDoc {
 type AnyObjectSchema = yup.ObjectSchema<yup.AnyObject>;
 type Out<S> = S extends yup.ISchema<infer T> ? T : undefined;
 
-export interface RouteInput<P, Q, B> {
+export interface RouteInput<P, Q, B, H, C> {
   params: P;
   query: Q;
   body: B;
+  /** The request headers the route declares, under their canonical names (`Idempotency-Key`). */
+  headers: H;
   /** The authenticated caller; null only on public routes without a token. */
-  auth: AuthMember | null;
+  auth: C;
 }
 
 export interface RouteDef<
   PS extends AnyObjectSchema | undefined = AnyObjectSchema | undefined,
   QS extends AnyObjectSchema | undefined = AnyObjectSchema | undefined,
   BS extends AnyObjectSchema | undefined = AnyObjectSchema | undefined,
+  HS extends AnyObjectSchema | undefined = AnyObjectSchema | undefined,
+  A extends AuthRequirement = AuthRequirement,
 > {
   method: HttpMethod;
   /** Path relative to the mount point, in @koa/router 15 syntax (`/products/:productId`). */
   path: string;
   summary: string;
   tags: string[];
-  auth: AuthRequirement;
+  auth: A;
   params?: PS;
   query?: QS;
+  /**
+   * Request headers, keyed by their canonical names (`Idempotency-Key`): validated like params and query,
+   * errors named `headers.<Name>`, and documented from the same schema. Headers it does not name are ignored.
+   */
+  headers?: HS;
   body?: BS;
   /** Request encodings other than JSON (documented; the handler's middleware parses them). */
   requestContentType?: 'multipart/form-data';
   /** JSON Schema of a non-JSON request body (e.g. the multipart fields), for the OpenAPI document. */
   requestSchema?: JsonSchema;
-  /** Extra request headers worth documenting (e.g. Idempotency-Key). */
-  headers?: Array<{ name: string; description: string; required?: boolean }>;
   responses: Record<number, ResponseDoc>;
-  /** Middleware run after authentication and before validation (e.g. the multipart parser). */
+  /**
+   * Runs after authentication and the params/query validation, before `before` reads the body: e.g.
+   * refusing a stranger's upload before its files are streamed to disk.
+   */
+  beforeBody?: (
+    input: Pick<RouteInput<Out<PS>, Out<QS>, undefined, undefined, CallerOf<A>>, 'params' | 'query' | 'auth'>,
+  ) => Promise<void>;
+  /** Middleware run after `beforeBody` and before the body is validated (e.g. the multipart parser). */
   before?: Middleware[];
   /**
    * Public routes that never use the caller's identity (signup, login, refresh, logout): any Authorization
    * header is ignored, so a client that still sends its expired access token is not refused its own refresh.
    */
   ignoreBearer?: boolean;
-  handler: (input: RouteInput<Out<PS>, Out<QS>, Out<BS>>, ctx: Context) => Promise<void> | void;
+  handler: (
+    input: RouteInput<Out<PS>, Out<QS>, Out<BS>, Out<HS>, CallerOf<A>>,
+    ctx: Context,
+  ) => Promise<void> | void;
 }
 
-/** Identity helper that gives each route definition full type inference. */
+/** Identity helper that gives each route definition full type inference (schemas and the caller's type). */
 export function defineRoute<
   PS extends AnyObjectSchema | undefined = undefined,
   QS extends AnyObjectSchema | undefined = undefined,
   BS extends AnyObjectSchema | undefined = undefined,
->(def: RouteDef<PS, QS, BS>): RouteDef {
+  HS extends AnyObjectSchema | undefined = undefined,
+  A extends AuthRequirement = AuthRequirement,
+>(def: RouteDef<PS, QS, BS, HS, A>): RouteDef {
   return def as unknown as RouteDef;
-}
-
-export function bearerToken(ctx: Context): string | null {
-  const header = ctx.get('Authorization');
-  if (!header) return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match)
-    throw new UnauthenticatedError('INVALID_TOKEN', 'Authorization header must be "Bearer <token>"');
-  return match[1];
 }
 
 function hasBody(ctx: Context): boolean {
   return Number(ctx.get('Content-Length') || 0) > 0 || ctx.get('Transfer-Encoding') !== '';
 }
 
-function authenticate(def: RouteDef, tokens: TokenService): Middleware {
-  return async function authenticateMiddleware(ctx, next) {
-    if (def.ignoreBearer && def.auth === 'public') {
-      ctx.state.auth = null;
-      return next();
-    }
-    const token = bearerToken(ctx);
-    if (!token) {
-      if (def.auth !== 'public')
-        throw new UnauthenticatedError('UNAUTHENTICATED', 'Authentication is required');
-      ctx.state.auth = null;
-      return next();
-    }
-    const auth = tokens.verifyAccessToken(token);
-    if (Array.isArray(def.auth) && !def.auth.includes(auth.role)) {
-      throw new ForbiddenError(`This operation requires the role ${def.auth.join(' or ')}`);
-    }
-    ctx.state.auth = auth;
-    return next();
-  };
+/** The declared headers the client sent, under the schema's names (Node lowercases incoming names). */
+function declaredHeaders(schema: AnyObjectSchema, ctx: Context): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(schema.fields)) {
+    const value = ctx.headers[name.toLowerCase()];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
 }
+
+type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 'params' | 'query' | 'auth'>;
 
 export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], tokens: TokenService): void {
   for (const def of defs) {
-    const run: Middleware = async function routeHandler(ctx) {
+    const prepare: Middleware = async function validateRequest(ctx, next) {
       if (def.body && !def.requestContentType && hasBody(ctx) && !ctx.is('application/json')) {
         throw new UnsupportedMediaTypeError('Content-Type must be application/json');
       }
-      const params = def.params ? await validate(def.params, ctx.params, 'params') : ctx.params;
-      const query = def.query ? await validate(def.query, ctx.query, 'query') : {};
+      const input: EarlyInput = {
+        params: def.params ? await validate(def.params, ctx.params, 'params') : ctx.params,
+        query: def.query ? await validate(def.query, ctx.query, 'query') : {},
+        auth: callerOf(ctx),
+      };
+      if (def.beforeBody) await def.beforeBody(input as never);
+      ctx.state.routeInput = input;
+      return next();
+    };
+    const run: Middleware = async function routeHandler(ctx) {
       const rawBody = (ctx.request as { body?: unknown }).body ?? {};
       const body = def.body ? await validate(def.body, rawBody, 'body') : undefined;
-      await def.handler({ params, query, body, auth: ctx.state.auth ?? null } as never, ctx);
+      // After the body, as before headers were declared: a request wrong in both reports its body first.
+      const headers = def.headers
+        ? await validate(def.headers, declaredHeaders(def.headers, ctx), 'headers')
+        : {};
+      await def.handler({ ...(ctx.state.routeInput as EarlyInput), body, headers } as never, ctx);
     };
-    router[def.method](prefix + def.path, authenticate(def, tokens), ...(def.before ?? []), run);
+    router[def.method](
+      prefix + def.path,
+      authenticate(def.auth, tokens, { ignoreBearer: def.ignoreBearer }),
+      prepare,
+      ...(def.before ?? []),
+      run,
+    );
   }
 }
 

@@ -24,7 +24,7 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
   return out;
 }
 
-export type Where = 'body' | 'query' | 'params';
+export type Where = 'body' | 'query' | 'params' | 'headers';
 
 interface SchemaShape {
   fields?: Record<string, SchemaShape>;

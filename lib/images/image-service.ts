@@ -9,13 +9,14 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AuthMember } from '../auth/tokens';
 import type { Config } from '../config';
-import { affectedRows, type Db, type Trx } from '../db';
+import type { Db, Trx } from '../db';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../errors';
 import type { EventBus } from '../events';
 import type { Logger } from '../logger';
-import { Product, ProductImage } from '../products/product-model';
+import type { ProductImage } from '../products/product-model';
 import { allowedExtension, contentTypeOf, EXTENSION_FORMATS, sniffFile, STORED_NAME } from './image-files';
 import { MAX_IMAGES_PER_PRODUCT, uploadTmpRoot, type IncomingFile } from './image-upload';
+import { createImageRepository, type ProductOwnership } from './image-repository';
 import { createKeyedMutex } from './keyed-mutex';
 
 export interface ImageJson {
@@ -45,6 +46,7 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
   const log = logger.child({ component: 'ImageService' });
   const productsDir = path.join(config.uploadDir, 'products');
   const exclusive = createKeyedMutex<number>();
+  const repository = createImageRepository(db);
 
   const productDir = (productId: number) => path.join(productsDir, String(productId));
   const publicUrl = (productId: number, storedName: string) => `/uploads/products/${productId}/${storedName}`;
@@ -53,17 +55,14 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
    * 404 for an unknown or deleted product, 403 for any other seller's product, DRAFTs included: the same
    * answers as PATCH/DELETE of the product (API.md: 403 for not the owner of an existing product).
    */
-  function assertOwner(product: Pick<Product, 'sellerId' | 'status'> | undefined, seller: AuthMember): void {
+  function assertOwner(product: ProductOwnership | undefined, seller: AuthMember): void {
     if (!product || product.status === 'DELETED') throw new NotFoundError('Product not found');
     if (product.sellerId !== seller.id)
       throw new ForbiddenError('Only the seller of this product may change its images');
   }
 
   async function listImages(productId: number, trx?: Trx): Promise<ImageJson[]> {
-    const images = await ProductImage.query(trx ?? db)
-      .where('product_id', productId)
-      .orderBy([{ column: 'display_order' }, { column: 'id' }]);
-    return images.map(toImageJson);
+    return (await repository.listImages(productId, trx)).map(toImageJson);
   }
 
   /** Every file must carry an allowed extension and be, by its first bytes, the format that extension names. */
@@ -97,20 +96,9 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
     }
   }
 
-  /**
-   * Locks the product for this transaction: the first statement is a write on the product row, which holds
-   * the row lock on MySQL until commit and takes SQLite's write lock up front, so two uploads for one product
-   * (even from two processes) count and insert one after the other and never exceed the limit together.
-   */
+  /** Locks the live product for this transaction (see the repository) and checks its owner. */
   async function lockOwnedProduct(trx: Trx, productId: number, seller: AuthMember): Promise<void> {
-    const touched = affectedRows(
-      await trx('products')
-        .where('id', productId)
-        .whereNot('status', 'DELETED')
-        .update({ updated_at: new Date() }),
-    );
-    const product = touched > 0 ? await Product.query(trx).findById(productId).forUpdate() : undefined;
-    assertOwner(product, seller);
+    assertOwner(await repository.lockLiveProduct(trx, productId), seller);
   }
 
   return {
@@ -139,7 +127,7 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
 
     /** Cheap early check (before the body is parsed), so a stranger's upload is refused before it is streamed. */
     async checkCanUpload(productId: number, seller: AuthMember): Promise<void> {
-      assertOwner(await Product.query(db).findById(productId).select('seller_id', 'status'), seller);
+      assertOwner(await repository.findOwnership(productId), seller);
     },
 
     /** Stores 1-5 parsed files for the product, all or nothing; returns all of the product's images. */
@@ -150,36 +138,29 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
         try {
           return await db.transaction(async (trx) => {
             await lockOwnedProduct(trx, productId, seller);
-            const [{ count, maxOrder }] = (await trx('product_images')
-              .where('product_id', productId)
-              .count({ count: '*' })
-              .max({ maxOrder: 'display_order' })
-              // A locking read on MySQL: the count is of committed rows, whatever this transaction's snapshot.
-              .forUpdate()) as Array<{
-              count: number | string;
-              maxOrder: number | null;
-            }>;
-            if (Number(count) + files.length > MAX_IMAGES_PER_PRODUCT) {
+            // A locking read on MySQL: the count is of committed rows, whatever this transaction's snapshot.
+            const { count, maxOrder } = await repository.countImages(trx, productId);
+            if (count + files.length > MAX_IMAGES_PER_PRODUCT) {
               throw new BadRequestError(
                 'IMAGE_LIMIT_EXCEEDED',
-                `A product has at most ${MAX_IMAGES_PER_PRODUCT} images (it has ${Number(count)}, ${files.length} sent)`,
+                `A product has at most ${MAX_IMAGES_PER_PRODUCT} images (it has ${count}, ${files.length} sent)`,
               );
             }
             await fs.mkdir(productDir(productId), { recursive: true });
             const now = new Date();
-            let order = Number(maxOrder ?? 0);
+            let order = maxOrder;
             for (const [index, file] of files.entries()) {
               const storedName = `${crypto.randomUUID()}.${extensions[index]}`;
               const target = path.join(productDir(productId), storedName);
               await fs.rename(file.path, target);
               moved.push(target);
               order += 1;
-              await trx('product_images').insert({
-                product_id: productId,
-                image_url: publicUrl(productId, storedName),
-                file_name: storedName,
-                display_order: order,
-                created_at: now,
+              await repository.insertImage(trx, {
+                productId,
+                imageUrl: publicUrl(productId, storedName),
+                fileName: storedName,
+                displayOrder: order,
+                createdAt: now,
               });
             }
             return listImages(productId, trx);
@@ -203,10 +184,9 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
       const storedName = await exclusive(productId, () =>
         db.transaction(async (trx) => {
           await lockOwnedProduct(trx, productId, seller);
-          const image = await ProductImage.query(trx).findById(imageId).where('product_id', productId);
-          if (!image) throw new NotFoundError('Image not found');
-          await ProductImage.query(trx).deleteById(imageId);
-          return image.fileName;
+          const fileName = await repository.deleteImage(trx, productId, imageId);
+          if (fileName === undefined) throw new NotFoundError('Image not found');
+          return fileName;
         }),
       );
       // After the commit: a crash here leaves an orphan file, never a row pointing at a missing file.
@@ -222,7 +202,7 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
     async openFile(productId: number, fileName: string): Promise<StoredFile> {
       if (!STORED_NAME.test(fileName)) throw new NotFoundError('File not found');
       // One primary-key lookup.
-      const product = await db('products').where('id', productId).first('status');
+      const product = await repository.findOwnership(productId);
       if (!product || product.status === 'DELETED') throw new NotFoundError('File not found');
       const filePath = path.join(productDir(productId), fileName);
       // Belt and braces: the name pattern already rules out separators and dots-only segments.

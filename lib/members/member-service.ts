@@ -6,8 +6,9 @@ import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
 import { hashPassword, verifyPassword } from '../auth/passwords';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
-import { fetchPage, likeContains, pageEnvelope, type Page } from '../http/pagination';
-import { Member } from './member-model';
+import { mapPage, type PageSlice } from '../query-helpers';
+import type { Member } from './member-model';
+import { createMemberRepository } from './member-repository';
 import { toMemberJson, type MemberJson } from './member-json';
 import type { ListMembersQuery, UpdateMeInput } from './member-schemas';
 
@@ -18,24 +19,14 @@ export interface MemberDeps {
   refreshTokens: RefreshTokenStore;
 }
 
-interface MemberRow {
-  id: number;
-  email: string;
-  name: string;
-  phone: string;
-  role: Member['role'];
-  business_number: string | null;
-  created_at: Date | string | number;
-  updated_at: Date | string | number;
-}
-
 export function createMemberService(deps: MemberDeps) {
   const { db, config, refreshTokens } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
+  const repository = createMemberRepository(db);
 
   /** The caller's member row; a valid token of a member that no longer exists is an invalid token. */
   async function load(auth: AuthMember): Promise<Member> {
-    const member = await Member.query(db).findById(auth.id);
+    const member = await repository.findById(auth.id);
     if (!member) throw new UnauthenticatedError('INVALID_TOKEN', 'The member of this token no longer exists');
     return member;
   }
@@ -87,7 +78,7 @@ export function createMemberService(deps: MemberDeps) {
 
       let revoked = 0;
       await db.transaction(async (trx) => {
-        await Member.query(trx).patch(patch).where('id', member.id);
+        await repository.patch(member.id, patch, trx);
         if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
       });
       if (patch.passwordHash)
@@ -96,30 +87,9 @@ export function createMemberService(deps: MemberDeps) {
     },
 
     /** Admin list: optional role filter, keyword = case-insensitive partial match on e-mail or name. */
-    async list(query: ListMembersQuery): Promise<Page<MemberJson>> {
-      const q = db('members').select(
-        'id',
-        'email',
-        'name',
-        'phone',
-        'role',
-        'business_number',
-        'created_at',
-        'updated_at',
-      );
-      if (query.role) q.where('role', query.role);
-      if (query.keyword) {
-        const pattern = likeContains(query.keyword.toLowerCase());
-        q.where((w) =>
-          w
-            .whereRaw("LOWER(email) LIKE ? ESCAPE '!'", [pattern])
-            .orWhereRaw("LOWER(name) LIKE ? ESCAPE '!'", [pattern]),
-        );
-      }
-      q.orderBy('id', 'desc');
-      const { rows, total } = await fetchPage<MemberRow>(q, query);
-      const content = rows.map((row) => toMemberJson(Member.fromDatabaseJson(row as never) as Member));
-      return pageEnvelope(content, query, total);
+    async list(query: ListMembersQuery): Promise<PageSlice<MemberJson>> {
+      const page = await repository.list({ role: query.role, keyword: query.keyword }, query);
+      return mapPage(page, (members) => members.map(toMemberJson));
     },
   };
 }

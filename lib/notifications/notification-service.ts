@@ -1,6 +1,6 @@
 // Members read their own notifications (newest first, paged).
 import type { Db } from '../db';
-import { fetchPage, pageEnvelope, type Page, type PageRequest } from '../http/pagination';
+import { fetchPage, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 
 export interface NotificationJson {
   id: number;
@@ -22,13 +22,13 @@ const iso = (value: Date | string | number) => new Date(value).toISOString();
 
 export function createNotificationService({ db }: { db: Db }) {
   return {
-    async listOwn(memberId: number, request: PageRequest): Promise<Page<NotificationJson>> {
+    async listOwn(memberId: number, request: PageRequest): Promise<PageSlice<NotificationJson>> {
       const query = db('notifications')
         .where('member_id', memberId)
         .orderBy('id', 'desc')
         .select('id', 'type', 'payload', 'created_at', 'read_at');
-      const { rows, total } = await fetchPage<NotificationRow>(query, request);
-      return pageEnvelope(
+      const page = await fetchPage<NotificationRow>(query, request);
+      return mapPage(page, (rows) =>
         rows.map((row) => ({
           id: Number(row.id),
           type: row.type,
@@ -36,8 +36,6 @@ export function createNotificationService({ db }: { db: Db }) {
           createdAt: iso(row.created_at),
           readAt: row.read_at === null ? null : iso(row.read_at),
         })),
-        request,
-        total,
       );
     },
   };

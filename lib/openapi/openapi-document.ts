@@ -53,7 +53,7 @@ export interface OpenApiOperation {
 
 export const SECURITY_SCHEME = 'bearerAuth';
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
-// Every response carries the request id (lib/http/request-context.ts), errors and successes alike.
+// Every response carries the request id (lib/http/request-id.ts), errors and successes alike.
 const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
 
 function schemaRef(schema: JsonSchema): JsonSchema {
@@ -103,7 +103,7 @@ function responsesOf(def: RouteDef): Record<string, OpenApiResponse> {
   return out;
 }
 
-function fieldParameters(schema: RouteDef['params'], where: 'path' | 'query'): OpenApiParameter[] {
+function fieldParameters(schema: RouteDef['params'], where: 'path' | 'query' | 'header'): OpenApiParameter[] {
   if (!schema) return [];
   const fields = describeYup(schema).fields ?? {};
   return Object.entries(fields).map(([name, field]) => {
@@ -131,14 +131,7 @@ function parametersOf(def: RouteDef, concretePath: string): OpenApiParameter[] {
         schema: { type: 'string' },
       },
   );
-  const headers = (def.headers ?? []).map((h): OpenApiParameter => ({
-    name: h.name,
-    in: 'header',
-    required: h.required ?? false,
-    description: h.description,
-    schema: { type: 'string' },
-  }));
-  return [...pathParams, ...fieldParameters(def.query, 'query'), ...headers];
+  return [...pathParams, ...fieldParameters(def.query, 'query'), ...fieldParameters(def.headers, 'header')];
 }
 
 function requestBodyOf(def: RouteDef): OpenApiOperation['requestBody'] {

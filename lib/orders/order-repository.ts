@@ -2,7 +2,7 @@
 // history and outbox rows), and the INSERTs that write placed orders. The idempotency keys have their
 // own small store (idempotency.ts).
 import { affectedRows, centsToDecimal, fromCents, isDeadlock, type Db, type Trx } from '../db';
-import { fetchPage, type PageRequest } from '../http/pagination';
+import { fetchPage, type PageRequest } from '../query-helpers';
 import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';

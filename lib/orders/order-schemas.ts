@@ -63,6 +63,17 @@ export type CreateOrderBody = yup.InferType<typeof createOrderBody>;
 
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/** POST /orders: a header that is present but empty is a bad key (400), not "no key". */
+export const createOrderHeaders = strictObject({
+  'Idempotency-Key': yup
+    .string()
+    .matches(IDEMPOTENCY_KEY_PATTERN, 'Idempotency-Key must be 1-255 visible ASCII characters')
+    .meta({
+      description:
+        'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
+    }),
+});
+
 export const orderIdParams = strictObject({ orderId: id().required() });
 
 export const statusUpdateBody = strictObject({

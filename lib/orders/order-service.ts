@@ -3,15 +3,15 @@
 // persisted with compare-and-set), and the order reads with their authorization. The SQL is in
 // order-repository.ts; stock is taken and given back only through the inventory.
 import type { Db } from '../db';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
-import { pageEnvelope, type Page, type PageRequest } from '../http/pagination';
+import { mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 import type { Inventory } from '../inventory/inventory';
 import { currentRequestId } from '../request-context';
 import { totalsByProduct } from '../../actors/stock-rules';
 import { nextStatus, SELLER_EVENT_FOR_TARGET, type OrderStatus } from '../../actors/order-lifecycle-machine';
 import type { IdempotencyStore } from './idempotency';
-import { IDEMPOTENCY_KEY_PATTERN, type CreateOrderBody } from './order-schemas';
+import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
 import { createOrderRepository, type OrderHead } from './order-repository';
 import { orderWriter } from './order-writer';
@@ -52,14 +52,6 @@ export function createOrderService(deps: OrderServiceDeps) {
     async place(buyerId: number, body: CreateOrderBody, idempotencyKey?: string): Promise<PlaceResult> {
       let claimId: number | undefined;
       if (idempotencyKey !== undefined) {
-        if (!IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
-          throw new ValidationError('Invalid request headers', [
-            {
-              field: 'headers.Idempotency-Key',
-              message: 'Idempotency-Key must be 1-255 visible ASCII characters',
-            },
-          ]);
-        }
         const claim = await deps.idempotency.claim(buyerId, idempotencyKey, body);
         if (claim.kind === 'replay')
           return { orders: (claim.body as { orders: OrderJson[] }).orders, replayed: true };
@@ -98,18 +90,21 @@ export function createOrderService(deps: OrderServiceDeps) {
     },
 
     /** GET /orders — the caller's own orders (as buyer), newest first. */
-    async listOwn(buyerId: number, request: PageRequest & { status?: string }): Promise<Page<OrderJson>> {
-      const { rows, total } = await orders.pageOfBuyer(buyerId, request);
-      return pageEnvelope(await orders.loadOrders(rows.map((row) => row.id)), request, total);
+    async listOwn(
+      buyerId: number,
+      request: PageRequest & { status?: string },
+    ): Promise<PageSlice<OrderJson>> {
+      const page = await orders.pageOfBuyer(buyerId, request);
+      return mapPage(page, (rows) => orders.loadOrders(rows.map((row) => row.id)));
     },
 
     /** GET /sellers/orders — orders containing the seller's products, newest first. */
     async listForSeller(
       sellerId: number,
       request: PageRequest & { status?: string },
-    ): Promise<Page<OrderJson>> {
-      const { rows, total } = await orders.pageOfSeller(sellerId, request);
-      return pageEnvelope(await orders.loadOrders(rows.map((row) => row.id)), request, total);
+    ): Promise<PageSlice<OrderJson>> {
+      const page = await orders.pageOfSeller(sellerId, request);
+      return mapPage(page, (rows) => orders.loadOrders(rows.map((row) => row.id)));
     },
 
     /** PATCH /sellers/orders/:id/status — exactly one step forward, by a seller with items in the order. */

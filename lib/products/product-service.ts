@@ -3,17 +3,16 @@
 // same event (orders and images emit it too) and drops its cached copies before the writer responds.
 import type { AuthMember } from '../auth/tokens';
 import type { Db } from '../db';
-import { affectedRows, centsToDecimal, toCents } from '../db';
+import { centsToDecimal, toCents } from '../db';
 import { createCache } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
-import { representation, type CachePolicy, type Representation } from '../http/etag';
-import { countRows, fetchPage, pageEnvelope, type Page } from '../http/pagination';
+import { cachedDocument, type CachedDocument } from '../cached-document';
+import { mapPage, type PageSlice } from '../query-helpers';
 import type { CategoryService } from '../categories/category-service';
-import { Product } from './product-model';
 import { productsJson, type ProductJson } from './product-json';
 import { decodeCursor, encodeCursor } from './cursor';
-import { applyCursor, applyFilters, applySort, parseSort, type ProductFilters } from './product-list';
+import { createProductRepository, parseSort, type ProductFilters } from './product-repository';
 import type { StockWrites } from './stock-writes';
 import { sql, statusFollowingStockRaw } from './product-status-sql';
 import { statusFollowingStock } from '../../actors/product-status';
@@ -32,8 +31,11 @@ export interface CursorPage {
 
 interface CachedDetail {
   product: ProductJson;
-  rep: Representation;
+  document: CachedDocument;
 }
+
+/** Who may see a product: anyone, or only its seller and admins (a DRAFT). */
+export type ProductVisibility = 'public' | 'private';
 
 export interface ProductServiceDeps {
   db: Db;
@@ -47,10 +49,11 @@ const notFound = (productId: number) => new NotFoundError(`Product ${productId} 
 
 export function createProductService(deps: ProductServiceDeps) {
   const { db, events, categories, stockWrites } = deps;
+  const repository = createProductRepository(db);
   // Cached per product id, whatever its status (visibility is decided per request, after the cache).
   const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS);
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
-  const popularCache = createCache<Representation>(POPULAR_CACHE_TTL_SECONDS);
+  const popularCache = createCache<CachedDocument>(POPULAR_CACHE_TTL_SECONDS);
 
   // totalElements of the offset list, per filter set and viewer: a COUNT over the visible catalogue is the
   // list's dominant cost, so it runs at most once per COUNT_CACHE_TTL_SECONDS (single-flight) and is
@@ -65,19 +68,17 @@ export function createProductService(deps: ProductServiceDeps) {
   });
 
   async function loadOne(productId: number): Promise<ProductJson | null> {
-    const row = await db('products').where({ id: productId }).first();
+    const row = await repository.findRow(productId);
     if (!row) return null;
     const [json] = await productsJson(db, [row]);
     return json;
   }
 
   /** The live product a seller is about to change: 404 when unknown or deleted, 403 when another seller's. */
-  async function ownedLive(seller: AuthMember, productId: number): Promise<Product> {
-    const row = await db('products').where({ id: productId }).first('id', 'seller_id', 'status');
-    if (!row || row.status === 'DELETED') throw notFound(productId);
-    if (Number(row.seller_id) !== seller.id)
-      throw new ForbiddenError('You can only change your own products');
-    return Product.fromDatabaseJson(row);
+  async function assertOwnedLive(seller: AuthMember, productId: number): Promise<void> {
+    const product = await repository.findOwnership(productId);
+    if (!product || product.status === 'DELETED') throw notFound(productId);
+    if (product.sellerId !== seller.id) throw new ForbiddenError('You can only change your own products');
   }
 
   async function assertCategory(categoryId: number): Promise<void> {
@@ -96,34 +97,32 @@ export function createProductService(deps: ProductServiceDeps) {
   }
 
   return {
-    /** Detail with its caching policy; DELETED is 404 for everyone, DRAFT only for its seller and admins. */
+    /** The product and who may see it; DELETED is 404 for everyone, a DRAFT only for its seller and admins. */
     async detail(
       productId: number,
       viewer: AuthMember | null,
-    ): Promise<{ rep: Representation; policy: CachePolicy }> {
+    ): Promise<{ document: CachedDocument; visibility: ProductVisibility }> {
       // A miss throws inside the load, so unknown ids are never stored (no cache flooding with made-up ids).
       const cached = await detailCache.getOrLoad(String(productId), async () => {
         const product = await loadOne(productId);
         if (!product) throw notFound(productId);
-        return { product, rep: representation(product) };
+        return { product, document: cachedDocument(product) };
       });
       if (cached.product.status === 'DELETED') throw notFound(productId);
       if (cached.product.status === 'DRAFT') {
         const allowed =
           viewer?.role === 'ADMIN' || (viewer?.role === 'SELLER' && viewer.id === cached.product.sellerId);
         if (!allowed) throw notFound(productId);
-        return { rep: cached.rep, policy: { scope: 'private' } };
+        return { document: cached.document, visibility: 'private' };
       }
-      // Shared caches may keep it but must revalidate (a cheap 304): after a client's own write (an order,
-      // a PATCH) it must never get the old stock or price from a browser or CDN copy.
-      return { rep: cached.rep, policy: { scope: 'public' } };
+      return { document: cached.document, visibility: 'public' };
     },
 
     async create(seller: AuthMember, input: CreateProductInput): Promise<ProductJson> {
       await assertCategory(input.categoryId);
       const now = new Date();
       const status = statusFollowingStock(input.status, input.stockQuantity);
-      const [productId] = await db('products').insert({
+      const productId = await repository.insert({
         seller_id: seller.id,
         category_id: input.categoryId,
         name: input.name,
@@ -135,7 +134,7 @@ export function createProductService(deps: ProductServiceDeps) {
         created_at: now,
         updated_at: now,
       });
-      return changed(Number(productId));
+      return changed(productId);
     },
 
     /**
@@ -143,7 +142,7 @@ export function createProductService(deps: ProductServiceDeps) {
      * stockQuantity goes through stockWrites, which also moves SOLD_OUT <-> ON_SALE.
      */
     async update(seller: AuthMember, productId: number, patch: UpdateProductInput): Promise<ProductJson> {
-      await ownedLive(seller, productId);
+      await assertOwnedLive(seller, productId);
       if (patch.categoryId !== undefined) await assertCategory(patch.categoryId);
       const fields: Record<string, unknown> = {};
       if (patch.categoryId !== undefined) fields.category_id = patch.categoryId;
@@ -156,16 +155,8 @@ export function createProductService(deps: ProductServiceDeps) {
       }
       if (Object.keys(fields).length > 0) {
         fields.updated_at = new Date();
-        const result = await db('products')
-          .where({ id: productId, seller_id: seller.id })
-          .whereNot('status', 'DELETED')
-          .update(fields);
-        if (
-          affectedRows(result) === 0 &&
-          !(await db('products').where({ id: productId }).whereNot('status', 'DELETED').first('id'))
-        ) {
-          throw notFound(productId);
-        }
+        const matched = await repository.updateLive(productId, seller.id, fields);
+        if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
       }
       if (
         patch.stockQuantity !== undefined &&
@@ -177,7 +168,7 @@ export function createProductService(deps: ProductServiceDeps) {
     },
 
     async remove(seller: AuthMember, productId: number): Promise<void> {
-      await ownedLive(seller, productId);
+      await assertOwnedLive(seller, productId);
       if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
       await events.emit('productChanged', { productId, origin: 'catalog' });
     },
@@ -185,8 +176,7 @@ export function createProductService(deps: ProductServiceDeps) {
     async list(
       viewer: AuthMember | null,
       query: ProductFilters & { page: number; size: number; sort: string },
-    ): Promise<Page<ProductJson>> {
-      const filtered = applyFilters(db('products').select('*'), viewer, query);
+    ): Promise<PageSlice<ProductJson>> {
       const countKey = JSON.stringify([
         // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
         viewer?.role === 'SELLER' ? viewer.id : viewer?.role === 'ADMIN' ? 'ADMIN' : null,
@@ -197,10 +187,9 @@ export function createProductService(deps: ProductServiceDeps) {
         query.minPrice ?? null,
         query.maxPrice ?? null,
       ]);
-      const total = () => countCache.getOrLoad(countKey, () => countRows(filtered));
-      const base = applySort(filtered, parseSort(query.sort));
-      const { rows, total: totalElements } = await fetchPage<Record<string, unknown>>(base, query, total);
-      return pageEnvelope(await productsJson(db, rows), query, totalElements);
+      const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
+      const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
+      return mapPage(page, (rows) => productsJson(db, rows));
     },
 
     /** Keyset list by createdAt desc, id desc: reads limit + 1 rows to learn whether more follow. */
@@ -208,11 +197,8 @@ export function createProductService(deps: ProductServiceDeps) {
       viewer: AuthMember | null,
       query: ProductFilters & { limit: number; cursor?: string },
     ): Promise<CursorPage> {
-      const q = applyFilters(db('products').select('*'), viewer, query);
-      if (query.cursor !== undefined) applyCursor(q, decodeCursor(query.cursor));
-      const rows = (await applySort(q, { field: 'createdAt', direction: 'desc' }).limit(
-        query.limit + 1,
-      )) as Record<string, unknown>[];
+      const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+      const rows = await repository.afterCursor(viewer, query, position, query.limit + 1);
       const hasNext = rows.length > query.limit;
       const content = await productsJson(db, rows.slice(0, query.limit));
       const last = content[content.length - 1];
@@ -226,17 +212,9 @@ export function createProductService(deps: ProductServiceDeps) {
     },
 
     /** ON_SALE by salesCount desc, id desc; one database load per limit per 10 minutes (single-flight). */
-    popular(limit: number): Promise<Representation> {
+    popular(limit: number): Promise<CachedDocument> {
       return popularCache.getOrLoad(String(limit), async () => {
-        const rows = await db('products')
-          .select('*')
-          .where('status', 'ON_SALE')
-          .orderBy([
-            { column: 'sales_count', order: 'desc' },
-            { column: 'id', order: 'desc' },
-          ])
-          .limit(limit);
-        return representation(await productsJson(db, rows));
+        return cachedDocument(await productsJson(db, await repository.popular(limit)));
       });
     },
   };

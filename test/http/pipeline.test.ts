@@ -2,7 +2,7 @@ import http from 'node:http';
 import test from 'ava';
 import Koa from 'koa';
 import { errorHandler } from '../../lib/http/error-handler';
-import { requestContext } from '../../lib/http/request-context';
+import { requestIdAndAccessLog } from '../../lib/http/request-id';
 import { createLogger } from '../../lib/logger';
 import { LogCollector, request, startTestApp, type TestApp } from '../helpers/harness';
 
@@ -90,7 +90,7 @@ test('unexpected errors become a generic 500 without internals, logged with the 
   const logger = createLogger({ level: 'info', format: 'line', out: logs });
   const koa = new Koa();
   koa.silent = true;
-  koa.use(requestContext(logger));
+  koa.use(requestIdAndAccessLog(logger));
   koa.use(errorHandler(logger));
   koa.use(() => {
     throw new Error('select * from secret_table failed');

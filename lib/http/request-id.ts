@@ -8,9 +8,9 @@ import { runWithContext } from '../request-context';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-export function requestContext(logger: Logger): Middleware {
+export function requestIdAndAccessLog(logger: Logger): Middleware {
   const httpLog = logger.child({ component: 'HttpLogger' });
-  return async function requestContextMiddleware(ctx, next) {
+  return async function requestIdMiddleware(ctx, next) {
     const sent = ctx.get('X-Request-Id');
     const requestId = VALID_REQUEST_ID.test(sent) ? sent : crypto.randomUUID();
     ctx.state.requestId = requestId;

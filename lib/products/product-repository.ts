@@ -1,12 +1,16 @@
-// The WHERE and ORDER BY of the product lists: visibility per caller, the filters of the spec, and the
-// sort orders. Kept apart from the service so the offset list, the cursor list and the benchmark's
-// EXPLAIN all build the very same SQL.
+// The SQL of the products area (knex): the reads and writes of the product service, and the WHERE and
+// ORDER BY of the product lists (visibility per caller, the filters of the spec, the sort orders), exported
+// so the benchmark's EXPLAIN builds the very same SQL as the endpoints. Stock and deletion writes are
+// stock-writes.ts (they run inside the inventory actors).
 import type { Knex } from 'knex';
 import type { AuthMember } from '../auth/tokens';
-import { centsToDecimal } from '../db';
-import { likeContains } from '../http/pagination';
-import type { ProductStatus } from './product-model';
+import { affectedRows, centsToDecimal, dialect, type Db } from '../db';
+import { countRows, fetchPage, likeContains, type PageRequest, type PageSlice } from '../query-helpers';
+import { Product, type ProductStatus } from './product-model';
 import type { SortField } from './product-schemas';
+
+/** A `products` row as the database returns it (snake_case columns). */
+export type ProductRow = Record<string, unknown>;
 
 export interface ProductFilters {
   keyword?: string;
@@ -52,11 +56,8 @@ function applyVisibility(
   }
 }
 
-function isMysqlQuery(q: Knex.QueryBuilder): boolean {
-  return (q as unknown as { client: { config: { client: string } } }).client.config.client === 'mysql2';
-}
-
 export function applyFilters(
+  db: Db,
   q: Knex.QueryBuilder,
   viewer: AuthMember | null,
   filters: ProductFilters,
@@ -69,7 +70,7 @@ export function applyFilters(
   // "café") and treat every emoji as equal. SQLite compares bytes, but its LOWER(name) folds ASCII only: a
   // name with upper-case non-ASCII letters ("CAFÉ") is found by "cafÉ", not by "café".
   if (filters.keyword) {
-    const binary = isMysqlQuery(q) ? ' COLLATE utf8mb4_bin' : '';
+    const binary = dialect.isMysql(db) ? ' COLLATE utf8mb4_bin' : '';
     q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [
       likeContains(filters.keyword.toLowerCase()),
     ]);
@@ -117,3 +118,84 @@ export function applyCursor(
       .orWhere((same) => same.where('created_at', '=', position.createdAt).andWhere('id', '<', position.id)),
   );
 }
+
+export type SortOrder = ReturnType<typeof parseSort>;
+
+export function createProductRepository(db: Db) {
+  const visible = (viewer: AuthMember | null, filters: ProductFilters) =>
+    applyFilters(db, db('products').select('*'), viewer, filters);
+
+  return {
+    async findRow(productId: number): Promise<ProductRow | undefined> {
+      return db('products').where({ id: productId }).first();
+    },
+
+    /** The fields that decide who may change a product (any status, DELETED included). */
+    async findOwnership(productId: number): Promise<Pick<Product, 'id' | 'sellerId' | 'status'> | undefined> {
+      const row = await db('products').where({ id: productId }).first('id', 'seller_id', 'status');
+      return row ? Product.fromDatabaseJson(row) : undefined;
+    },
+
+    async isLive(productId: number): Promise<boolean> {
+      return Boolean(await db('products').where({ id: productId }).whereNot('status', 'DELETED').first('id'));
+    },
+
+    /** Inserts a product row; returns its id. */
+    async insert(row: Record<string, unknown>): Promise<number> {
+      const [productId] = await db('products').insert(row);
+      return Number(productId);
+    },
+
+    /** Updates a seller's live product; the number of rows matched (0: gone or not theirs). */
+    async updateLive(productId: number, sellerId: number, fields: Record<string, unknown>): Promise<number> {
+      return affectedRows(
+        await db('products')
+          .where({ id: productId, seller_id: sellerId })
+          .whereNot('status', 'DELETED')
+          .update(fields),
+      );
+    },
+
+    /** Rows the viewer may see, matching the filters (for a cached totalElements). */
+    count(viewer: AuthMember | null, filters: ProductFilters): Promise<number> {
+      return countRows(visible(viewer, filters));
+    },
+
+    /** One offset page of the visible rows; `countTotal` supplies the (cached) total. */
+    page(
+      viewer: AuthMember | null,
+      filters: ProductFilters,
+      sort: SortOrder,
+      request: PageRequest,
+      countTotal: () => Promise<number>,
+    ): Promise<PageSlice<ProductRow>> {
+      return fetchPage<ProductRow>(applySort(visible(viewer, filters), sort), request, countTotal);
+    },
+
+    /** Up to `limit` visible rows by createdAt desc, id desc, after `position` when given. */
+    async afterCursor(
+      viewer: AuthMember | null,
+      filters: ProductFilters,
+      position: { createdAt: Date; id: number } | undefined,
+      limit: number,
+    ): Promise<ProductRow[]> {
+      const q = visible(viewer, filters);
+      if (position) applyCursor(q, position);
+      return (await applySort(q, { field: 'createdAt', direction: 'desc' }).limit(limit)) as ProductRow[];
+    },
+
+    /** ON_SALE by salesCount desc, id desc. */
+    async popular(limit: number): Promise<ProductRow[]> {
+      return db('products')
+        .select('*')
+        .where('status', 'ON_SALE')
+        .orderBy([
+          { column: 'sales_count', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(limit);
+    },
+  };
+}
+
+export type ProductRepository = ReturnType<typeof createProductRepository>;

@@ -1,0 +1,16 @@
+// A JSON value serialised ONCE, with a hash of exactly those bytes: what the in-process caches keep of a
+// public read, so a cache hit costs neither a JSON.stringify nor a hash per request (the HTTP layer turns
+// the hash into an ETag).
+import crypto from 'node:crypto';
+
+export interface CachedDocument {
+  /** The JSON text. */
+  json: string;
+  /** sha1 of `json`, base64url. */
+  hash: string;
+}
+
+export function cachedDocument(value: unknown): CachedDocument {
+  const json = JSON.stringify(value);
+  return { json, hash: crypto.createHash('sha1').update(json).digest('base64url') };
+}

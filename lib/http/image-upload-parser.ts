@@ -1,0 +1,126 @@
+// The multipart parser of the image upload: @koa/multer with DISK storage, so a file streams into a
+// per-request temporary directory under UPLOAD_DIR and is never held in memory as a whole. The directory
+// is removed when the request ends, whatever happened, so a failed or rejected upload leaves nothing
+// behind; the image service moves accepted files out of it before that. Multer's errors become AppErrors.
+import crypto from 'node:crypto';
+import fs from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import path from 'node:path';
+import multer from '@koa/multer';
+import type { Context, Middleware } from 'koa';
+import {
+  AppError,
+  BadRequestError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors';
+import {
+  MAX_FILE_BYTES,
+  MAX_IMAGES_PER_PRODUCT,
+  uploadTmpRoot,
+  type IncomingFile,
+} from '../images/image-upload';
+
+/** The multipart field that carries the files. */
+export const IMAGES_FIELD = 'images';
+
+interface MulterLikeError extends Error {
+  code?: string;
+  field?: string;
+  syscall?: string;
+}
+
+function toAppError(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  const e = err as MulterLikeError;
+  if (e?.name === 'MulterError') {
+    switch (e.code) {
+      case 'LIMIT_FILE_SIZE':
+        return new PayloadTooLargeError(
+          'FILE_TOO_LARGE',
+          `A file is larger than ${MAX_FILE_BYTES / 1024 / 1024} MB`,
+        );
+      case 'LIMIT_FILE_COUNT':
+        return new BadRequestError(
+          'IMAGE_LIMIT_EXCEEDED',
+          `At most ${MAX_IMAGES_PER_PRODUCT} images per request`,
+        );
+      case 'LIMIT_UNEXPECTED_FILE':
+        if (e.field === IMAGES_FIELD) {
+          return new BadRequestError(
+            'IMAGE_LIMIT_EXCEEDED',
+            `At most ${MAX_IMAGES_PER_PRODUCT} images per request`,
+          );
+        }
+        return new ValidationError('Unexpected file field', [
+          { field: e.field ?? 'file', message: `files must be sent in the field "${IMAGES_FIELD}"` },
+        ]);
+      default:
+        return new ValidationError(`Invalid multipart body: ${e.message}`);
+    }
+  }
+  // File system trouble on our side (disk full, permissions) stays a 500; anything else came from parsing
+  // a malformed body (busboy: missing boundary, truncated form).
+  if (e?.syscall) return err;
+  return new ValidationError(`Invalid multipart body: ${e?.message ?? 'unreadable'}`);
+}
+
+/**
+ * Route `before` middleware: parses the `images` field to disk, exposes the files to the handler through
+ * `incomingFiles(ctx)`, and removes the temporary directory after the handler has run.
+ */
+export function createImageUploadParser(uploadDir: string): Middleware {
+  const tmpRoot = uploadTmpRoot(uploadDir);
+  const tmpDirs = new WeakMap<IncomingMessage, string>();
+  const upload = multer({
+    storage: multer.diskStorage({
+      destination: (req, _file, cb) => cb(null, tmpDirs.get(req) as string),
+      // Never the client's name on disk: a random one, so `../` in a file name cannot go anywhere.
+      filename: (_req, _file, cb) => cb(null, crypto.randomUUID()),
+    }),
+    limits: {
+      fileSize: MAX_FILE_BYTES,
+      files: MAX_IMAGES_PER_PRODUCT,
+      fields: 10,
+      fieldSize: 10 * 1024,
+      parts: MAX_IMAGES_PER_PRODUCT + 10,
+    },
+  }).array(IMAGES_FIELD, MAX_IMAGES_PER_PRODUCT);
+
+  return async function parseImageUpload(ctx, next) {
+    if (!ctx.is('multipart/form-data')) {
+      throw new UnsupportedMediaTypeError('Content-Type must be multipart/form-data');
+    }
+    const tmpDir = path.join(tmpRoot, crypto.randomUUID());
+    await fs.mkdir(tmpDir, { recursive: true });
+    tmpDirs.set(ctx.req, tmpDir);
+    try {
+      try {
+        await upload(ctx, async () => {});
+      } catch (err) {
+        throw toAppError(err);
+      }
+      await next();
+    } finally {
+      await fs.rm(tmpDir, { recursive: true, force: true });
+    }
+  };
+}
+
+/** The files parsed by the upload parser; 400 when the `images` field is missing or empty. */
+export function incomingFiles(ctx: Context): IncomingFile[] {
+  const files = (ctx.request as { files?: unknown }).files;
+  const list = Array.isArray(files)
+    ? (files as Array<{ path: string; originalname: string; size: number }>)
+    : [];
+  if (list.length === 0) {
+    throw new ValidationError('No images uploaded', [
+      {
+        field: IMAGES_FIELD,
+        message: `send 1 to ${MAX_IMAGES_PER_PRODUCT} files in the field "${IMAGES_FIELD}"`,
+      },
+    ]);
+  }
+  return list.map((f) => ({ path: f.path, originalName: f.originalname ?? '', size: f.size }));
+}

@@ -1,0 +1,72 @@
+// The SQL of the images area (Objection models; the locking statements through the query builder).
+import { affectedRows, type Db, type Trx } from '../db';
+import { Product, ProductImage } from '../products/product-model';
+
+export type ProductOwnership = Pick<Product, 'sellerId' | 'status'>;
+
+export interface NewImage {
+  productId: number;
+  imageUrl: string;
+  fileName: string;
+  displayOrder: number;
+  createdAt: Date;
+}
+
+export function createImageRepository(db: Db) {
+  return {
+    /** The product's images by displayOrder, then id. */
+    async listImages(productId: number, trx?: Trx): Promise<ProductImage[]> {
+      return ProductImage.query(trx ?? db)
+        .where('product_id', productId)
+        .orderBy([{ column: 'display_order' }, { column: 'id' }]);
+    },
+
+    /** One primary-key lookup: who owns the product, and whether it is live. */
+    async findOwnership(productId: number): Promise<ProductOwnership | undefined> {
+      return Product.query(db).findById(productId).select('seller_id', 'status');
+    },
+
+    /**
+     * Locks a live product for this transaction: the first statement is a write on the product row, which holds
+     * the row lock on MySQL until commit and takes SQLite's write lock up front, so two uploads for one product
+     * (even from two processes) count and insert one after the other. Undefined when unknown or deleted.
+     */
+    async lockLiveProduct(trx: Trx, productId: number): Promise<ProductOwnership | undefined> {
+      const touched = affectedRows(
+        await trx('products')
+          .where('id', productId)
+          .whereNot('status', 'DELETED')
+          .update({ updated_at: new Date() }),
+      );
+      return touched > 0 ? Product.query(trx).findById(productId).forUpdate() : undefined;
+    },
+
+    /** How many images the product has and the highest displayOrder, as committed (a locking read on MySQL). */
+    async countImages(trx: Trx, productId: number): Promise<{ count: number; maxOrder: number }> {
+      const [{ count, maxOrder }] = (await trx('product_images')
+        .where('product_id', productId)
+        .count({ count: '*' })
+        .max({ maxOrder: 'display_order' })
+        .forUpdate()) as Array<{ count: number | string; maxOrder: number | null }>;
+      return { count: Number(count), maxOrder: Number(maxOrder ?? 0) };
+    },
+
+    async insertImage(trx: Trx, image: NewImage): Promise<void> {
+      await trx('product_images').insert({
+        product_id: image.productId,
+        image_url: image.imageUrl,
+        file_name: image.fileName,
+        display_order: image.displayOrder,
+        created_at: image.createdAt,
+      });
+    },
+
+    /** Deletes one image of the product; returns its stored file name, or undefined when there is none. */
+    async deleteImage(trx: Trx, productId: number, imageId: number): Promise<string | undefined> {
+      const image = await ProductImage.query(trx).findById(imageId).where('product_id', productId);
+      if (!image) return undefined;
+      await ProductImage.query(trx).deleteById(imageId);
+      return image.fileName;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// The SQL of the members area: single members through the Objection model, the admin's list through the
+// query builder (one page and its count).
+import type { Db, Trx } from '../db';
+import { fetchPage, likeContains, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
+import { Member } from './member-model';
+
+export interface MemberListFilter {
+  role?: Member['role'];
+  /** Case-insensitive, literal partial match on e-mail or name. */
+  keyword?: string;
+}
+
+export function createMemberRepository(db: Db) {
+  return {
+    async findById(memberId: number): Promise<Member | undefined> {
+      return Member.query(db).findById(memberId);
+    },
+
+    async patch(memberId: number, patch: Partial<Member>, trx: Trx): Promise<void> {
+      await Member.query(trx).patch(patch).where('id', memberId);
+    },
+
+    /** Newest first. */
+    async list(filter: MemberListFilter, request: PageRequest): Promise<PageSlice<Member>> {
+      const q = db('members').select(
+        'id',
+        'email',
+        'name',
+        'phone',
+        'role',
+        'business_number',
+        'created_at',
+        'updated_at',
+      );
+      if (filter.role) q.where('role', filter.role);
+      if (filter.keyword) {
+        const pattern = likeContains(filter.keyword.toLowerCase());
+        q.where((w) =>
+          w
+            .whereRaw("LOWER(email) LIKE ? ESCAPE '!'", [pattern])
+            .orWhereRaw("LOWER(name) LIKE ? ESCAPE '!'", [pattern]),
+        );
+      }
+      q.orderBy('id', 'desc');
+      const page = await fetchPage<Record<string, unknown>>(q, request);
+      return mapPage(page, (rows) => rows.map((row) => Member.fromDatabaseJson(row)));
+    },
+  };
+}
+
+export type MemberRepository = ReturnType<typeof createMemberRepository>;

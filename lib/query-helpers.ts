@@ -1,0 +1,57 @@
+// knex helpers shared by the repositories: one offset page of a query with its total, and a LIKE
+// pattern that matches a keyword literally. The HTTP side of paging (the page/size query parameters and
+// the page envelope) is lib/http/pagination.ts.
+import type { Knex } from 'knex';
+
+export interface PageRequest {
+  /** From 0. */
+  page: number;
+  size: number;
+}
+
+/** The rows of one page and how many rows match in all. */
+export interface PageSlice<T> {
+  items: T[];
+  total: number;
+}
+
+/** Rows matching `query` (its select and order are ignored). */
+export async function countRows(query: Knex.QueryBuilder): Promise<number> {
+  const counted = (await query.clone().clearSelect().clearOrder().count({ total: '*' }).first()) as
+    { total: number | string } | undefined;
+  return Number(counted?.total ?? 0);
+}
+
+/**
+ * One page of `query` and the total. `query` carries the filters and the ORDER BY (a total order, e.g. ending
+ * in the id, so pages never overlap); `countTotal` lets a caller supply a cached count. Past the last row no
+ * page query is made.
+ */
+export async function fetchPage<Row>(
+  query: Knex.QueryBuilder,
+  request: PageRequest,
+  countTotal: () => Promise<number> = () => countRows(query),
+): Promise<PageSlice<Row>> {
+  const total = await countTotal();
+  const items =
+    total > request.page * request.size
+      ? ((await query
+          .clone()
+          .offset(request.page * request.size)
+          .limit(request.size)) as Row[])
+      : [];
+  return { items, total };
+}
+
+/** Maps a page's rows, keeping its total. */
+export async function mapPage<Row, T>(
+  slice: PageSlice<Row>,
+  map: (rows: Row[]) => T[] | Promise<T[]>,
+): Promise<PageSlice<T>> {
+  return { items: await map(slice.items), total: slice.total };
+}
+
+/** Escapes `%`, `_` and the escape character itself for `LIKE ? ESCAPE '!'`, so a keyword matches literally. */
+export function likeContains(keyword: string): string {
+  return `%${keyword.replace(/[!%_]/g, (ch) => `!${ch}`)}%`;
+}
