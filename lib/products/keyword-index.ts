@@ -55,6 +55,10 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
           sub.select('product_id').from('product_name_trigrams').whereRaw('trigram = LOWER(?)', [trigram]),
         );
     } else {
+      // NOT INDEXED keeps SQLite from walking an index of products instead (without ANALYZE statistics it
+      // believes `status IN (...)` is selective): products are then read by rowid from the FTS candidates,
+      // so the cost follows the number of names holding the keyword's trigrams, not the catalogue's size.
+      q.from(q.client.raw('?? NOT INDEXED', ['products']));
       q.whereRaw('id IN (SELECT rowid FROM products_name_fts WHERE products_name_fts MATCH ?)', [
         ftsPhrase(lowered),
       ]);
