@@ -74,6 +74,18 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
           20,
         ),
     ],
+    // Served by product_name_trigrams (migration 20261122000013); a 1-2 character keyword keeps the scan.
+    [
+      'list keyword count',
+      () => applyFilters(db, db('products').count({ n: '*' }), null, { keyword: 'lamp' }),
+    ],
+    [
+      'list keyword, 2 characters',
+      () =>
+        applySort(applyFilters(db, products(), null, { keyword: 'mp' }), parseSort('createdAt,desc')).limit(
+          20,
+        ),
+    ],
     [
       'list price range',
       () =>
@@ -149,8 +161,9 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
 }
 
 export function planTable(plans: PlanRow[]): string {
-  const lines = ['| query | access | index | est. rows | extra |', '|---|---|---|---|---|'];
-  for (const p of plans) lines.push(`| ${p.query} | ${p.type} | ${p.key ?? '-'} | ${p.rows} | ${p.extra} |`);
+  const lines = ['| query | table | access | index | est. rows | extra |', '|---|---|---|---|---|---|'];
+  for (const p of plans)
+    lines.push(`| ${p.query} | ${p.table} | ${p.type} | ${p.key ?? '-'} | ${p.rows} | ${p.extra} |`);
   return lines.join('\n');
 }
 

@@ -5,7 +5,8 @@
 import type { Knex } from 'knex';
 import type { AuthMember } from '../auth/tokens';
 import { affectedRows, centsToDecimal, dialect, type Db } from '../db';
-import { countRows, fetchPage, likeContains, type PageRequest, type PageSlice } from '../query-helpers';
+import { countRows, fetchPage, type PageRequest, type PageSlice } from '../query-helpers';
+import { applyKeyword } from './keyword-index';
 import { Product, type ProductStatus } from './product-model';
 import type { SortField } from './product-schemas';
 
@@ -63,18 +64,8 @@ export function applyFilters(
   filters: ProductFilters,
 ): Knex.QueryBuilder {
   applyVisibility(q, viewer, filters.status);
-  // `%` and `_` in the keyword match themselves: escaped with `!` and an explicit ESCAPE clause (both databases).
-  // Case-insensitive and otherwise exact (a contains-match cannot use a B-tree index anyway): the keyword is
-  // lowercased here (full Unicode, so "CAFÉ" finds "café" on SQLite too), the name by LOWER(). On MySQL the
-  // comparison is forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding
-  // "café") and treat every emoji as equal. SQLite compares bytes, but its LOWER(name) folds ASCII only: a
-  // name with upper-case non-ASCII letters ("CAFÉ") is found by "cafÉ", not by "café".
-  if (filters.keyword) {
-    const binary = dialect.isMysql(db) ? ' COLLATE utf8mb4_bin' : '';
-    q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [
-      likeContains(filters.keyword.toLowerCase()),
-    ]);
-  }
+  // Index-served, exact LIKE as the final check (keyword-index.ts).
+  if (filters.keyword) applyKeyword(q, filters.keyword, dialect.isMysql(db));
   if (filters.categoryId !== undefined) q.where('category_id', filters.categoryId);
   if (filters.sellerId !== undefined) q.where('seller_id', filters.sellerId);
   if (filters.minPrice !== undefined) q.where('price', '>=', centsToDecimal(filters.minPrice));

@@ -1,0 +1,291 @@
+// `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
+//   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]`
+// The keyword search at 100k products, on either database:
+// 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
+//    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
+// 2. service level: the real service in this process (so its event loop can be watched with
+//    perf_hooks.monitorEventLoopDelay) under N concurrent anonymous searchers, latency and event-loop delay.
+// Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import type { Knex } from 'knex';
+import { loadConfig } from '../lib/config';
+import { createDb, dialect, type Db } from '../lib/db';
+import { createLogger } from '../lib/logger';
+import { likeContains } from '../lib/query-helpers';
+import { applyFilters, applySort, parseSort } from '../lib/products/product-repository';
+import { startService } from '../lib/server';
+import { seedDemo } from '../seeds/01_demo';
+import { seedCatalog } from '../scripts/seed-demo';
+import { ROOT } from './lib/processes';
+
+interface Options {
+  db: 'sqlite' | 'mysql';
+  products: number;
+  rounds: number;
+  duration: number;
+  searchers: number;
+  dataDir: string;
+  databaseUrl: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = {
+    db: 'sqlite',
+    products: 100_000,
+    rounds: 9,
+    duration: 10,
+    searchers: 4,
+    dataDir: path.join(os.tmpdir(), 'mkt-bench-keyword'),
+    databaseUrl: process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/mkt_bench_catalog',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const value = () => inline ?? argv[++i];
+    if (flag === '--db') {
+      const db = value();
+      if (db !== 'sqlite' && db !== 'mysql') throw new Error('--db is sqlite or mysql');
+      o.db = db;
+    } else if (flag === '--data-dir') o.dataDir = value();
+    else if (flag === '--database-url') o.databaseUrl = value();
+    else if (['--products', '--rounds', '--duration', '--searchers'].includes(flag)) {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a whole number`);
+      o[flag.slice(2) as 'products' | 'rounds' | 'duration' | 'searchers'] = n;
+    } else throw new Error(`Unknown argument ${argv[i]}`);
+  }
+  return o;
+}
+
+// A rare, a 3% and a 10% keyword of the demo catalogue (scripts/seed-demo.ts).
+const KEYWORDS = ['desk 12', 'lamp', 'pro'];
+
+function configFor(o: Options) {
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    NODE_ENV: 'development',
+    BCRYPT_COST: '10',
+    SEED_ON_START: 'false',
+    LOG_LEVEL: 'warn',
+    PORT: '0',
+    HOST: '127.0.0.1',
+  };
+  if (o.db === 'mysql') env.DATABASE_URL = o.databaseUrl;
+  else {
+    delete env.DATABASE_URL;
+    env.DATA_DIR = o.dataDir;
+  }
+  return loadConfig(env);
+}
+
+async function prepare(o: Options): Promise<Db> {
+  const config = configFor(o);
+  const db = createDb(config.database);
+  await db.migrate.latest();
+  await seedDemo(db, config);
+  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
+  if (count < o.products) {
+    process.stderr.write(`seeding ${o.products - count} products...\n`);
+    await seedCatalog(db, {
+      products: o.products - count,
+      sellers: 20,
+      batch: 1000,
+      seed: 1,
+      sellerPassword: config.seedPasswords.seller,
+      bcryptCost: config.bcryptCost,
+    });
+  }
+  return db;
+}
+
+/** The search as it was before the index: the same exact predicate, alone. */
+function scanList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
+  const q = applyFilters(db, count ? db('products').count({ n: '*' }) : db('products').select('*'), null, {});
+  q.whereRaw(`LOWER(name) LIKE LOWER(?)${dialect.isMysql(db) ? ' COLLATE utf8mb4_bin' : ''} ESCAPE '!'`, [
+    likeContains(keyword.toLowerCase()),
+  ]);
+  return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
+}
+
+function indexList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
+  const q = applyFilters(db, count ? db('products').count({ n: '*' }) : db('products').select('*'), null, {
+    keyword,
+  });
+  return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function timed(build: () => Knex.QueryBuilder): Promise<number> {
+  const started = performance.now();
+  await build();
+  return performance.now() - started;
+}
+
+async function queryLevel(db: Db, o: Options) {
+  const out: Array<Record<string, unknown>> = [];
+  for (const keyword of KEYWORDS) {
+    for (const count of [false, true]) {
+      const scan: number[] = [];
+      const index: number[] = [];
+      await scanList(db, keyword, count); // warm both once
+      await indexList(db, keyword, count);
+      for (let r = 0; r < o.rounds; r++) {
+        scan.push(await timed(() => scanList(db, keyword, count)));
+        index.push(await timed(() => indexList(db, keyword, count)));
+      }
+      const row = {
+        keyword,
+        query: count ? 'count' : 'list page (20)',
+        scanMedianMs: median(scan),
+        indexMedianMs: median(index),
+      };
+      out.push(row);
+      process.stderr.write(`${JSON.stringify(row)}\n`);
+    }
+  }
+  return out;
+}
+
+async function plan(db: Db, keyword: string): Promise<string[]> {
+  const { sql, bindings } = indexList(db, keyword, false).toSQL();
+  if (dialect.isMysql(db)) {
+    const [rows] = await db.raw(`EXPLAIN ${sql}`, bindings as Knex.Value[]);
+    return (rows as Array<Record<string, unknown>>).map(
+      (r) => `${r.table}: ${r.type} ${r.key ?? '-'} rows ${r.rows} ${r.Extra ?? ''}`,
+    );
+  }
+  const rows = await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.Value[]);
+  return (rows as Array<{ detail: string }>).map((r) => r.detail);
+}
+
+/** N searchers against the in-process service; the event loop is sampled every 1 ms meanwhile. */
+async function serviceLevel(o: Options, name: string, pathFor: () => string) {
+  const config = configFor(o);
+  const logger = createLogger({ level: 'warn', format: config.log.format });
+  const service = await startService(config, logger);
+  try {
+    const probe = await fetch(service.url + pathFor());
+    if (probe.status !== 200) throw new Error(`${name}: answered ${probe.status}`);
+    await autocannon({ url: service.url + pathFor(), connections: o.searchers, duration: 2 });
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    const r = await autocannon({
+      url: service.url,
+      connections: o.searchers,
+      duration: o.duration,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (req) => ({ ...req, path: pathFor() }),
+        },
+      ],
+    });
+    delay.disable();
+    const row = {
+      scenario: name,
+      searchers: o.searchers,
+      requestsPerSecond: r.requests.average,
+      p50Ms: r.latency.p50,
+      p99Ms: r.latency.p99,
+      non2xx: r.non2xx + r.errors + r.timeouts,
+      eventLoopDelayP50Ms: delay.percentile(50) / 1e6,
+      eventLoopDelayP99Ms: delay.percentile(99) / 1e6,
+      eventLoopDelayMaxMs: delay.max / 1e6,
+    };
+    process.stderr.write(`${JSON.stringify(row)}\n`);
+    return row;
+  } finally {
+    await service.shutdown();
+  }
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const db = await prepare(o);
+  let queries: Array<Record<string, unknown>>;
+  let plans: Record<string, string[]>;
+  try {
+    plans = Object.fromEntries(
+      await Promise.all([...KEYWORDS, 'mp'].map(async (k) => [k, await plan(db, k)] as const)),
+    );
+    queries = await queryLevel(db, o);
+  } finally {
+    await db.destroy();
+  }
+  const p = '/api/v1/products';
+  // Random 3-digit keywords (~900 distinct) mostly miss the 10 s count cache, so the count runs too.
+  const digits = () => `${p}?keyword=${100 + Math.floor(Math.random() * 900)}`;
+  const service = [
+    await serviceLevel(o, 'keyword=lamp (count cached after the first)', () => `${p}?keyword=lamp`),
+    await serviceLevel(o, 'keyword=<random 3 digits> (list + count)', digits),
+  ];
+  const lamp = queries.find((q) => q.keyword === 'lamp' && q.query === 'list page (20)')!;
+  const ratios = {
+    'keyword list page "lamp", index median ms (query level)': {
+      value: Number(lamp.indexMedianMs),
+      target: '<= 5 ms',
+      met: Number(lamp.indexMedianMs) <= 5,
+    },
+    'keyword search p50 ms, 4 searchers, "lamp" (HTTP)': {
+      value: service[0].p50Ms,
+      target: '<= 5 ms',
+      met: service[0].p50Ms <= 5,
+    },
+    'event-loop delay max ms, 4 searchers (worst scenario)': {
+      value: Math.max(...service.map((s) => s.eventLoopDelayMaxMs)),
+      target: '<= 20 ms',
+      met: Math.max(...service.map((s) => s.eventLoopDelayMaxMs)) <= 20,
+    },
+  };
+  const lines = [
+    '| keyword | query | scan median ms | index median ms |',
+    '|---|---|---:|---:|',
+    ...queries.map(
+      (q) =>
+        `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} |`,
+    ),
+    '',
+    '| scenario | req/s | p50 ms | p99 ms | non-2xx | loop delay p99 ms | loop delay max ms |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...service.map(
+      (s) =>
+        `| ${s.scenario} | ${Math.round(s.requestsPerSecond)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} |`,
+    ),
+    '',
+    '| target | measured | goal | met |',
+    '|---|---:|---|---|',
+    ...Object.entries(ratios).map(
+      ([k, r]) => `| ${k} | ${r.value.toFixed(1)} | ${r.target} | ${r.met ? 'yes' : 'NO'} |`,
+    ),
+  ];
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const file = path.join(ROOT, 'bench', 'results', `keyword-${o.db}-${stamp}.json`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const report = {
+    benchmark: 'keyword',
+    at: new Date().toISOString(),
+    options: { ...o, databaseUrl: o.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      node: process.version,
+      loadAverage: os.loadavg(),
+    },
+    queries,
+    service,
+    ratios,
+    plans,
+  };
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(lines.join('\n'));
+  console.log(`\nPlans:\n${JSON.stringify(plans, null, 2)}\nWritten ${path.relative(ROOT, file)}`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`);
+  process.exitCode = 1;
+});
