@@ -81,6 +81,9 @@ const envSchema = yup.object({
   INVENTORY_MODE: yup.string().oneOf(['actor', 'transactional']).default('actor'),
   ACTOR_IDLE_MS: int(100, 86_400_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  DB_ACQUIRE_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(5_000),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -103,6 +106,14 @@ export interface Config {
   inventoryMode: InventoryMode;
   actorIdleMs: number;
   shutdownTimeoutMs: number;
+  /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
+  dbTimeouts: DbTimeouts;
+}
+
+export interface DbTimeouts {
+  connectMs: number;
+  acquireMs: number;
+  statementMs: number;
 }
 
 export class ConfigError extends Error {
@@ -186,5 +197,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inventoryMode: v.INVENTORY_MODE as InventoryMode,
     actorIdleMs: v.ACTOR_IDLE_MS,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    dbTimeouts: {
+      connectMs: v.DB_CONNECT_TIMEOUT_MS,
+      acquireMs: v.DB_ACQUIRE_TIMEOUT_MS,
+      statementMs: v.DB_STATEMENT_TIMEOUT_MS,
+    },
   };
 }

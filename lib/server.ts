@@ -27,12 +27,16 @@ export async function prepareDatabase(db: Db, config: Config, logger: Logger): P
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const db = createDb(config.database);
+  const db = createDb(config.database, config.dbTimeouts, logger);
+  // Migrations (DDL on large tables) may take longer than a request's statement timeout: no limits there.
+  const setup = createDb(config.database, undefined, logger);
   try {
-    await prepareDatabase(db, config, logger);
+    await prepareDatabase(setup, config, logger);
   } catch (err) {
     await db.destroy();
     throw err;
+  } finally {
+    await setup.destroy();
   }
   const bundle = createApp({ config, db, logger });
   await bundle.services.start();
