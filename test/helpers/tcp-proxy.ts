@@ -11,10 +11,13 @@ interface Link {
   upstream: net.Socket | null;
   /** Bytes were dropped on this link: it can never carry the protocol again. */
   holed: boolean;
+  /** This link sent the trap's `after` text. */
+  primed: boolean;
 }
 
 interface QueryTrap {
   text: Buffer;
+  after: Buffer | null;
   forward: boolean;
   sprung: () => void;
 }
@@ -34,9 +37,11 @@ export interface TcpProxy {
   cutAll(): void;
   /**
    * The next time a client sends a packet containing `text`, the link is cut: after forwarding it
-   * (`forward: true`, the server may act on it) or instead of forwarding it. Resolves when that happened.
+   * (`forward: true`, the server may act on it) or instead of forwarding it; with `after`, only on a
+   * connection that sent `after` before (the COMMIT of the transaction that inserted orders). Resolves
+   * when that happened.
    */
-  cutOn(text: string, options: { forward: boolean }): Promise<void>;
+  cutOn(text: string, options: { forward: boolean; after?: string }): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -57,7 +62,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       client.resetAndDestroy();
       return;
     }
-    const link: Link = { client, upstream: null, holed: mode === 'blackhole' };
+    const link: Link = { client, upstream: null, holed: mode === 'blackhole', primed: false };
     links.add(link);
     client.on('error', () => cut(link));
     client.on('close', () => cut(link));
@@ -71,11 +76,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     });
     client.on('data', (chunk) => {
       if (link.holed) return;
-      if (trap && chunk.includes(trap.text)) {
+      if (trap?.after && chunk.includes(trap.after)) link.primed = true;
+      if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
         const { forward, sprung } = trap;
         trap = null;
-        if (forward) upstream.write(chunk, () => setTimeout(() => (cut(link), sprung()), 5));
-        else {
+        if (forward) {
+          // the server gets the query, its answer is lost, then the connection drops
+          upstream.write(chunk);
+          link.holed = true;
+          setTimeout(() => {
+            cut(link);
+            sprung();
+          }, 50);
+        } else {
           cut(link);
           sprung();
         }
@@ -112,7 +125,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     cutOn(text, options) {
       return new Promise<void>((resolve) => {
-        trap = { text: Buffer.from(text), forward: options.forward, sprung: resolve };
+        for (const link of links) link.primed = false;
+        trap = {
+          text: Buffer.from(text),
+          after: options.after ? Buffer.from(options.after) : null,
+          forward: options.forward,
+          sprung: resolve,
+        };
       });
     },
     connections: () => links.size,
