@@ -28,7 +28,12 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
   const sockets = new Map<net.Socket, SocketState>();
 
   const server = http.createServer(
-    { requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs },
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, longer than the headers timeout)
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
     (req, res) => {
       const state = sockets.get(req.socket);
       if (state) state.active++;
