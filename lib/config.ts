@@ -81,6 +81,13 @@ const envSchema = yup.object({
   INVENTORY_MODE: yup.string().oneOf(['actor', 'transactional']).default('actor'),
   ACTOR_IDLE_MS: int(100, 86_400_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  DB_ACQUIRE_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(5_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(1_000, 3_600_000).default(60_000),
+  HTTP_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(1_000),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -103,6 +110,22 @@ export interface Config {
   inventoryMode: InventoryMode;
   actorIdleMs: number;
   shutdownTimeoutMs: number;
+  /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
+  dbTimeouts: DbTimeouts;
+  http: HttpLimits;
+}
+
+export interface DbTimeouts {
+  connectMs: number;
+  acquireMs: number;
+  statementMs: number;
+}
+
+export interface HttpLimits {
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
 }
 
 export class ConfigError extends Error {
@@ -142,6 +165,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       'BCRYPT_COST',
       'Invalid configuration: BCRYPT_COST must be at least 10 outside tests',
+    );
+  }
+
+  if (v.HTTP_HEADERS_TIMEOUT_MS > v.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(
+      'HTTP_HEADERS_TIMEOUT_MS',
+      'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS',
     );
   }
 
@@ -186,5 +216,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inventoryMode: v.INVENTORY_MODE as InventoryMode,
     actorIdleMs: v.ACTOR_IDLE_MS,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    dbTimeouts: {
+      connectMs: v.DB_CONNECT_TIMEOUT_MS,
+      acquireMs: v.DB_ACQUIRE_TIMEOUT_MS,
+      statementMs: v.DB_STATEMENT_TIMEOUT_MS,
+    },
+    http: {
+      requestTimeoutMs: v.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
+      keepAliveTimeoutMs: v.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: v.HTTP_MAX_CONNECTIONS,
+    },
   };
 }

@@ -5,7 +5,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import knexFactory, { type Knex } from 'knex';
 import { Model, snakeCaseMappers, type Pojo } from 'objection';
-import type { Config } from './config';
+import type { Config, DbTimeouts } from './config';
+import { knexLog } from './db-errors';
+import { limitMysqlConnection } from './db-timeouts';
+import type { Logger } from './logger';
 
 export type Db = Knex;
 export type Trx = Knex.Transaction;
@@ -14,7 +17,13 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const MIGRATIONS_DIR = path.join(root, 'migrations');
 export const SEEDS_DIR = path.join(root, 'seeds');
 
-export function knexConfig(database: Config['database']): Knex.Config {
+/** `timeouts` bound every wait for the database (the service passes them; scripts and migrations do not). */
+export function knexConfig(
+  database: Config['database'],
+  timeouts?: DbTimeouts,
+  logger?: Logger,
+): Knex.Config {
+  const log = logger && { log: knexLog(logger.child({ component: 'Database' })) };
   const migrations: Knex.MigratorConfig = {
     directory: MIGRATIONS_DIR,
     loadExtensions: ['.ts'],
@@ -26,6 +35,8 @@ export function knexConfig(database: Config['database']): Knex.Config {
       client: 'better-sqlite3',
       connection: { filename: database.filename },
       useNullAsDefault: true,
+      compileSqlOnError: false,
+      ...log,
       migrations,
       seeds,
       pool: {
@@ -35,7 +46,7 @@ export function knexConfig(database: Config['database']): Knex.Config {
         ) {
           conn.pragma('journal_mode = WAL');
           conn.pragma('foreign_keys = ON');
-          conn.pragma('busy_timeout = 5000');
+          conn.pragma(`busy_timeout = ${timeouts?.statementMs ?? 5000}`);
           conn.pragma('synchronous = NORMAL');
           done(null, conn);
         },
@@ -55,16 +66,35 @@ export function knexConfig(database: Config['database']): Knex.Config {
       charset: 'utf8mb4',
       supportBigNumbers: true,
       dateStrings: false,
+      ...(timeouts && { connectTimeout: timeouts.connectMs }),
     },
-    pool: { min: 0, max: database.poolMax },
+    pool: {
+      min: 0,
+      max: database.poolMax,
+      ...(timeouts && {
+        afterCreate(
+          conn: Parameters<typeof limitMysqlConnection>[0],
+          done: (err: unknown, conn: unknown) => void,
+        ) {
+          limitMysqlConnection(conn, timeouts).then(
+            () => done(null, conn),
+            (err: unknown) => done(err, conn),
+          );
+        },
+      }),
+    },
+    ...(timeouts && { acquireConnectionTimeout: timeouts.acquireMs }),
+    // Error messages carry the SQL with placeholders, never the bound values (hashes, tokens).
+    compileSqlOnError: false,
+    ...log,
     migrations,
     seeds,
   };
 }
 
-export function createDb(database: Config['database']): Db {
+export function createDb(database: Config['database'], timeouts?: DbTimeouts, logger?: Logger): Db {
   if (database.client === 'sqlite') fs.mkdirSync(path.dirname(database.filename), { recursive: true });
-  return knexFactory(knexConfig(database));
+  return knexFactory(knexConfig(database, timeouts, logger));
 }
 
 /** Anything knex-made that knows its client: the knex instance, a transaction, a query builder. */

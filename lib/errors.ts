@@ -84,7 +84,7 @@ export class TooManyRequestsError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message = 'Service unavailable') {
-    super(503, 'SERVICE_UNAVAILABLE', message);
+  constructor(message = 'Service unavailable', retryAfterSeconds = 1) {
+    super(503, 'SERVICE_UNAVAILABLE', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
   }
 }

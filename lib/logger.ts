@@ -3,6 +3,7 @@
 // `[timestamp] [level] [requestId] [class] message`, or raw bunyan JSON with LOG_FORMAT=json.
 // Secrets (passwords, tokens, Authorization values) are scrubbed from every record.
 import bunyan from 'bunyan';
+import { safeErrorMessage } from './db-errors';
 import { currentRequestId } from './request-context';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
@@ -31,32 +32,15 @@ const BUNYAN_FIELDS = new Set([
   'requestId',
 ]);
 
-interface ErrorLike extends Error {
-  code?: unknown;
-  sqlMessage?: string;
-  nativeError?: ErrorLike;
-  sql?: string;
-}
-
 /**
  * An error as a log record field. Database errors (knex prefixes the SQL with its bound values, which may
- * be a password hash or a token hash) keep only their code and the driver's own message.
+ * be a password hash or a token hash) keep only their code and the driver's own message, without values.
  */
 export function serializeError(value: unknown): unknown {
   if (!(value instanceof Error)) return value;
-  const err = value as ErrorLike;
-  const native = err.nativeError ?? err;
-  const code =
-    typeof err.code === 'string' ? err.code : typeof native.code === 'string' ? native.code : undefined;
-  let message = err.message;
-  const fromDb = Boolean(
-    err.nativeError || err.sql || native.sqlMessage || (code && /^(ER_|SQLITE_)/.test(code)),
-  );
-  if (fromDb) {
-    const driverMessage =
-      native.sqlMessage ?? native.message.slice(native.message.lastIndexOf(' - ') + 1).trim();
-    message = `${code ?? 'DB_ERROR'}: ${driverMessage.replace(/^- /, '')}`;
-  }
+  const err = value as Error & { code?: unknown; nativeError?: { code?: unknown } };
+  const code = [err.code, err.nativeError?.code].find((c) => typeof c === 'string') as string | undefined;
+  const message = safeErrorMessage(err);
   const frames = (err.stack ?? '')
     .split('\n')
     .filter((line) => line.trimStart().startsWith('at '))

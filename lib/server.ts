@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { createApp, type AppBundle } from './app';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
+import { createGracefulServer } from './graceful-server';
 import { createLogger, type Logger } from './logger';
 import { seedDemo } from '../seeds/01_demo';
 
@@ -27,27 +28,22 @@ export async function prepareDatabase(db: Db, config: Config, logger: Logger): P
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const db = createDb(config.database);
+  const db = createDb(config.database, config.dbTimeouts, logger);
+  // Migrations (DDL on large tables) may take longer than a request's statement timeout: no limits there.
+  const setup = createDb(config.database, undefined, logger);
   try {
-    await prepareDatabase(db, config, logger);
+    await prepareDatabase(setup, config, logger);
   } catch (err) {
     await db.destroy();
     throw err;
+  } finally {
+    await setup.destroy();
   }
   const bundle = createApp({ config, db, logger });
   await bundle.services.start();
 
-  let inFlight = 0;
-  let drained: (() => void) | null = null;
-  const handle = bundle.app.callback();
-  const server = http.createServer((req, res) => {
-    inFlight++;
-    res.on('close', () => {
-      inFlight--;
-      if (inFlight === 0 && drained) drained();
-    });
-    void handle(req, res);
-  });
+  const graceful = createGracefulServer(bundle.app.callback(), config.http);
+  const { server } = graceful;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -59,16 +55,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   let closing: Promise<void> | null = null;
   const shutdown = () =>
     (closing ??= (async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      if (inFlight > 0) {
-        await Promise.race([
-          new Promise<void>((resolve) => (drained = resolve)),
-          new Promise<void>((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref()),
-        ]);
-      }
-      server.closeAllConnections();
-      await closed;
+      // in-flight requests are answered (the last one on each keep-alive socket with Connection: close)
+      await graceful.drain(config.shutdownTimeoutMs);
       await bundle.services.stop();
       await db.destroy();
     })());

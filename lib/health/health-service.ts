@@ -5,14 +5,31 @@ export interface ReadyReport {
   checks: { database: 'UP' | 'DOWN'; migrations: 'UP' | 'PENDING' | 'UNKNOWN' };
 }
 
+// A probe of a black-holed database would otherwise wait for the connect or query timeout; readiness
+// must turn at once so the load balancer stops sending traffic here.
+export const READY_PROBE_TIMEOUT_MS = 1_000;
+
 export function createHealthService({ db }: Pick<Deps, 'db'>) {
   let migrationsApplied = false; // once applied they stay applied while this process runs
 
+  async function databaseAnswers(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), READY_PROBE_TIMEOUT_MS);
+    });
+    try {
+      // the probe itself stays bounded by the pool's own timeouts and frees its connection then
+      return await Promise.race([db.raw('select 1').then(() => true), late]);
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   return {
     async ready(): Promise<ReadyReport> {
-      try {
-        await db.raw('select 1');
-      } catch {
+      if (!(await databaseAnswers())) {
         return { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } };
       }
       if (!migrationsApplied) {

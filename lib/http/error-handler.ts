@@ -1,6 +1,8 @@
 // The one error handler. Maps the AppError family (and the few framework errors with a status, such as
-// body-parser failures) to API.md's error body; everything else is a logged, generic 500.
+// body-parser failures) to API.md's error body; an unavailable database is a 503 (lib/db-errors.ts);
+// everything else is a logged, generic 500.
 import type { Context, Middleware } from 'koa';
+import { toClientError } from '../db-errors';
 import { AppError, type FieldError } from '../errors';
 import type { Logger } from '../logger';
 
@@ -55,7 +57,9 @@ export function errorHandler(logger: Logger): Middleware {
     try {
       await next();
     } catch (err) {
-      let error = err instanceof AppError ? err : fromFrameworkError(err as HttpishError);
+      // An unreachable or timed-out database is 503 SERVICE_UNAVAILABLE with Retry-After, not a 500.
+      const client = toClientError(err);
+      let error = client instanceof AppError ? client : fromFrameworkError(err as HttpishError);
       if (!error) {
         log.error({ err }, `Unhandled error on ${ctx.method} ${ctx.path}`);
         error = new AppError(500, 'INTERNAL_ERROR', 'An unexpected error occurred');

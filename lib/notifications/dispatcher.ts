@@ -4,6 +4,7 @@
 // retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
 import type { Db } from '../db';
+import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
 
 export interface DispatcherEvents {
@@ -81,7 +82,7 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
           .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
       });
     } catch (err) {
-      const message = (err as Error).message;
+      const message = safeErrorMessage(err); // stored in last_error: never SQL text or bound values
       log.warn({ err }, `Delivery of ${rows.length} notification(s) failed; retrying with backoff`);
       for (const row of rows) {
         const attempts = row.attempts + 1;

@@ -1,0 +1,54 @@
+// Bounds on every wait for MySQL/MariaDB, so an unreachable, black-holed or locked database becomes a
+// prompt 503 instead of a request that hangs: connect (mysql2 connectTimeout), pool acquire (knex
+// acquireConnectionTimeout), per statement on the server (MariaDB max_statement_time, MySQL
+// max_execution_time for SELECTs), lock waits (innodb_lock_wait_timeout), and a client-side limit on
+// every query for the case the server never answers at all (a black-holed connection): mysql2 has a
+// per-query `timeout` but knex never sets it, so each pooled connection gets it by default.
+import type { DbTimeouts } from './config';
+
+/** The client-side limit fires after the server-side one, so a live server reports its own timeout. */
+export const CLIENT_QUERY_GRACE_MS = 1_000;
+
+type Callback = (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void;
+
+interface MysqlConnection {
+  query(options: unknown, values?: unknown, callback?: unknown): unknown;
+  destroy(): void;
+}
+
+function sessionQuery(conn: MysqlConnection, sql: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    conn.query(sql, (err: Error | null) => (err ? reject(err) : resolve())),
+  );
+}
+
+/** Applies the session limits and the default client-side query timeout to a new pooled connection. */
+export async function limitMysqlConnection(conn: MysqlConnection, timeouts: DbTimeouts): Promise<void> {
+  const lockWaitSeconds = Math.max(1, Math.ceil(timeouts.statementMs / 1000));
+  await sessionQuery(conn, `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`);
+  try {
+    await sessionQuery(conn, `SET SESSION max_statement_time = ${timeouts.statementMs / 1000}`);
+  } catch {
+    // MySQL has no max_statement_time; max_execution_time bounds its SELECTs (milliseconds)
+    await sessionQuery(conn, `SET SESSION max_execution_time = ${timeouts.statementMs}`);
+  }
+
+  const timeout = timeouts.statementMs + CLIENT_QUERY_GRACE_MS;
+  const query = conn.query.bind(conn);
+  conn.query = (options: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof options !== 'object' || options === null || typeof callback !== 'function') {
+      return query(options, values, callback);
+    }
+    const done = callback as Callback;
+    return query(
+      { timeout, ...options },
+      values,
+      (err: (Error & { code?: string }) | null, ...rest: unknown[]) => {
+        // mysql2 leaves a timed-out query queued on the connection; a destroyed connection is evicted by
+        // knex's pool validation, and the server rolls back whatever transaction it held.
+        if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
+        done(err, ...rest);
+      },
+    );
+  };
+}

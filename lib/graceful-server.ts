@@ -1,0 +1,89 @@
+// The HTTP server with the limits of lib/config.ts (request, headers and keep-alive timeouts, a connection
+// cap) and a drain that loses no request: on shutdown it stops accepting, every response from then on
+// carries `Connection: close` (so a keep-alive client learns before its next request that this socket
+// ends), and idle keep-alive sockets are closed once they have stayed idle a moment. Node's own
+// server.close() closes idle sockets at once, which resets a request a client is just sending on one.
+import http from 'node:http';
+import net from 'node:net';
+import type { HttpLimits } from './config';
+
+/** How long a keep-alive socket must have been idle during a drain before it is closed. */
+export const IDLE_GRACE_MS = 500;
+
+interface SocketState {
+  active: number;
+  idleSince: number;
+}
+
+export interface GracefulServer {
+  server: http.Server;
+  /** Requests being answered now. */
+  inFlight(): number;
+  /** Stops accepting, answers what arrives on open sockets, closes them; force-closes after timeoutMs. */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+export function createGracefulServer(handle: http.RequestListener, limits: HttpLimits): GracefulServer {
+  let draining = false;
+  const sockets = new Map<net.Socket, SocketState>();
+
+  const server = http.createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, longer than the headers timeout)
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    (req, res) => {
+      const state = sockets.get(req.socket);
+      if (state) state.active++;
+      const writeHead = res.writeHead;
+      res.writeHead = function writeHeadClosingWhenDraining(
+        this: http.ServerResponse,
+        ...args: Parameters<typeof writeHead>
+      ) {
+        if (draining && !this.headersSent) this.setHeader('Connection', 'close');
+        return writeHead.apply(this, args);
+      } as typeof writeHead;
+      res.once('close', () => {
+        if (!state) return;
+        state.active--;
+        state.idleSince = Date.now();
+      });
+      void handle(req, res);
+    },
+  );
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  server.on('connection', (socket: net.Socket) => {
+    sockets.set(socket, { active: 0, idleSince: Date.now() });
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  return {
+    server,
+    inFlight: () => [...sockets.values()].reduce((sum, state) => sum + state.active, 0),
+    async drain(timeoutMs) {
+      draining = true;
+      // net.Server's close stops accepting without http.Server's immediate closing of idle sockets.
+      const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
+      const deadline = Date.now() + timeoutMs;
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          const now = Date.now();
+          for (const [socket, state] of sockets) {
+            if (state.active === 0 && now - state.idleSince >= IDLE_GRACE_MS) socket.end();
+          }
+          if (sockets.size === 0 || now >= deadline) {
+            clearInterval(timer);
+            resolve();
+          }
+        };
+        const timer = setInterval(check, 50);
+        check();
+      });
+      for (const socket of sockets.keys()) socket.destroy();
+      await closed;
+    },
+  };
+}

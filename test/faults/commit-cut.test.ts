@@ -1,0 +1,167 @@
+// The connection to MariaDB is cut while a group commit of orders is committing: once before the COMMIT
+// reaches the server (the batch is rolled back: nothing may exist, nothing be acknowledged) and once right
+// after it was sent (the server may have committed: the outcome is unknown to the service). Whatever the
+// clients saw, the books balance: stock + sold = initial, every acknowledged order exists, nothing twice.
+import test from 'ava';
+import knexFactory, { type Knex } from 'knex';
+import { knexConfig } from '../../lib/db';
+import {
+  createTestDatabase,
+  request,
+  startTestApp,
+  testConfig,
+  type ApiResponse,
+  type TestApp,
+  type TestDatabase,
+} from '../helpers/harness';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import {
+  assertAcknowledgedExist,
+  assertNoSecrets,
+  assertStockConserved,
+  makeWorld,
+  onMariaDb,
+  SKIPPED_ON_SQLITE,
+  taggedOrder,
+  type FaultWorld,
+} from './fault-fixtures';
+
+if (!onMariaDb) {
+  test.skip(SKIPPED_ON_SQLITE, () => {});
+} else {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let app: TestApp;
+  let db: Knex;
+  let world: FaultWorld;
+  const acknowledged: number[] = [];
+
+  test.before(async () => {
+    database = await createTestDatabase();
+    proxy = await startTcpProxy({
+      host: '127.0.0.1',
+      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+    });
+    app = await startTestApp({
+      database,
+      logLevel: 'info',
+      env: { DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL), INVENTORY_MODE: 'actor' },
+    });
+    db = knexFactory(knexConfig(testConfig(database.env).database));
+    world = await makeWorld(db, app.bundle.services.tokens, { buyers: 8, products: 2, stock: 500 });
+  });
+
+  test.after.always(async () => {
+    await app?.close();
+    await proxy?.close();
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  /** Eight concurrent single-order requests (one product each), tagged so their orders can be found. */
+  async function burst(name: string): Promise<Array<{ tag: string; res: ApiResponse }>> {
+    const products = [...world.initial.keys()];
+    return Promise.all(
+      world.buyers.map(async (buyer, i) => {
+        const tag = `${name}-${i}`;
+        const res = await request(app.url, 'POST', '/api/v1/orders', {
+          token: buyer.token,
+          headers: { 'Idempotency-Key': tag },
+          body: taggedOrder([{ productId: products[i % products.length], quantity: 1 + (i % 3) }], tag),
+        });
+        if (res.status === 201) for (const order of res.body.orders) acknowledged.push(order.id);
+        return { tag, res };
+      }),
+    );
+  }
+
+  async function ordersTagged(tag: string): Promise<number[]> {
+    return (await db('orders').where('address_detail', tag).select('id')).map((row: { id: number }) =>
+      Number(row.id),
+    );
+  }
+
+  test.serial(
+    'cut before the COMMIT reaches the server: the batch is rolled back, nobody is told 201 for it',
+    async (t) => {
+      await burst('warm'); // actors loaded, pool warm
+      const cut = proxy.cutOn('COMMIT', { forward: false, after: 'insert into `orders`' });
+      const results = await burst('before-commit');
+      await cut;
+      let failed = 0;
+      for (const { tag, res } of results) {
+        t.true([201, 503].includes(res.status), `${tag}: ${res.status} ${JSON.stringify(res.body)}`);
+        const found = await ordersTagged(tag);
+        if (res.status === 201)
+          t.deepEqual(
+            found,
+            res.body.orders.map((o: { id: number }) => o.id),
+            tag,
+          );
+        else {
+          failed++;
+          t.is(res.body.code, 'SERVICE_UNAVAILABLE');
+          t.is(res.headers.get('retry-after'), '5');
+          t.deepEqual(found, [], `${tag}: a request answered ${res.status} left no order (rolled back)`);
+        }
+      }
+      t.true(failed >= 1, 'the cut batch failed');
+      await assertStockConserved(t, db, world.initial);
+    },
+  );
+
+  test.serial(
+    'cut right after the COMMIT was sent: outcome unknown, books still balance, retry with the key finds the truth',
+    async (t) => {
+      const cut = proxy.cutOn('COMMIT', { forward: true, after: 'insert into `orders`' });
+      const results = await burst('after-commit');
+      await cut;
+      let unknown = 0;
+      let committedButUnanswered = 0;
+      for (const { tag, res } of results) {
+        t.true([201, 503].includes(res.status), `${tag}: ${res.status} ${JSON.stringify(res.body)}`);
+        const found = await ordersTagged(tag);
+        t.true(found.length <= 1, `${tag}: at most one order`);
+        if (res.status === 201) {
+          t.deepEqual(
+            found,
+            res.body.orders.map((o: { id: number }) => o.id),
+            tag,
+          );
+          continue;
+        }
+        unknown++;
+        committedButUnanswered += found.length;
+        // TODO(issue 12 item 2, unknown commit outcome): today a request whose batch DID commit is answered
+        // 503 SERVICE_UNAVAILABLE like one that did not. Once the committer checks the outcome, assert:
+        //   t.is(res.status, found.length === 1 ? 201 : 503) and a distinct code for "outcome unknown".
+        t.is(res.body.code, 'SERVICE_UNAVAILABLE');
+      }
+      t.true(unknown >= 1, 'the cut batch did not answer 201');
+      t.true(committedButUnanswered >= 1, 'the server committed what the service could not confirm');
+      await assertStockConserved(t, db, world.initial);
+      await assertAcknowledgedExist(t, db, acknowledged);
+
+      // A client that retries with the same Idempotency-Key never gets a second order.
+      const retried = await burst('after-commit');
+      for (const { tag, res } of retried) {
+        t.is(res.status, 201, `${tag}: ${JSON.stringify(res.body)}`);
+        t.deepEqual(
+          await ordersTagged(tag),
+          res.body.orders.map((o: { id: number }) => o.id),
+          `${tag}: one order`,
+        );
+      }
+      await assertStockConserved(t, db, world.initial);
+    },
+  );
+
+  test.serial('the service keeps working and nothing secret is logged', async (t) => {
+    const after = await burst('after-faults');
+    for (const { res } of after) t.is(res.status, 201, JSON.stringify(res.body));
+    await assertStockConserved(t, db, world.initial);
+    await assertAcknowledgedExist(t, db, acknowledged);
+    assertNoSecrets(t, app.logs.text);
+    t.regex(app.logs.text, /Group commit of \d+ order request\(s\) failed/);
+  });
+}

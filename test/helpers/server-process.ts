@@ -1,0 +1,54 @@
+// The real service as a child process (`node --import tsx lib/server.ts`, exactly what `npm start` runs),
+// on port 0; resolves once it logs "Listening on", with its URL and everything it wrote.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      BCRYPT_COST: '4',
+      SEED_ON_START: 'false',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'line',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const chunks: string[] = [];
+  const output = () => chunks.join('');
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output()}`)), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      chunks.push(chunk.toString());
+      const match = /Listening on [\d.]+:(\d+)/.exec(output());
+      if (match) {
+        clearTimeout(timer);
+        const port = Number(match[1]);
+        resolve({ child, url: `http://127.0.0.1:${port}`, port, output, exited });
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output()}`));
+    });
+  });
+}

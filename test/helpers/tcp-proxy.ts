@@ -1,0 +1,143 @@
+// A TCP proxy of the tests' own (node:net) between the service and MariaDB, to make the database fail
+// the ways networks fail: refuse new connections (reset at once), black-hole (accept, never forward,
+// existing connections too), cut every connection, or cut the connection that sends a given query
+// (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client.
+import net from 'node:net';
+
+export type ProxyMode = 'pass' | 'refuse' | 'blackhole';
+
+interface Link {
+  client: net.Socket;
+  upstream: net.Socket | null;
+  /** Bytes were dropped on this link: it can never carry the protocol again. */
+  holed: boolean;
+  /** This link sent the trap's `after` text. */
+  primed: boolean;
+}
+
+interface QueryTrap {
+  text: Buffer;
+  after: Buffer | null;
+  forward: boolean;
+  sprung: () => void;
+}
+
+export interface TcpProxy {
+  port: number;
+  /** `mysql://root@127.0.0.1:<port>/<database>` for a database URL of the real server. */
+  urlFor(databaseUrl: string): string;
+  mode(): ProxyMode;
+  /** Forwards again; links that were black-holed are cut (they lost bytes). */
+  pass(): void;
+  /** New connections are reset at once; existing ones keep working. */
+  refuse(): void;
+  /** Nothing is forwarded any more, on new and existing connections; nothing is closed either. */
+  blackhole(): void;
+  /** Closes every connection, both sides. */
+  cutAll(): void;
+  /**
+   * The next time a client sends a packet containing `text`, the link is cut: after forwarding it
+   * (`forward: true`, the server may act on it) or instead of forwarding it; with `after`, only on a
+   * connection that sent `after` before (the COMMIT of the transaction that inserted orders). Resolves
+   * when that happened.
+   */
+  cutOn(text: string, options: { forward: boolean; after?: string }): Promise<void>;
+  connections(): number;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  let mode: ProxyMode = 'pass';
+  const links = new Set<Link>();
+  let trap: QueryTrap | null = null;
+
+  const cut = (link: Link) => {
+    if (!links.delete(link)) return;
+    link.client.destroy();
+    link.upstream?.destroy();
+  };
+
+  const server = net.createServer((client) => {
+    if (mode === 'refuse') {
+      client.resetAndDestroy();
+      return;
+    }
+    const link: Link = { client, upstream: null, holed: mode === 'blackhole', primed: false };
+    links.add(link);
+    client.on('error', () => cut(link));
+    client.on('close', () => cut(link));
+    if (link.holed) return; // accepted, never answered
+    const upstream = net.connect(target.port, target.host);
+    link.upstream = upstream;
+    upstream.on('error', () => cut(link));
+    upstream.on('close', () => cut(link));
+    upstream.on('data', (chunk) => {
+      if (!link.holed) client.write(chunk);
+    });
+    client.on('data', (chunk) => {
+      if (link.holed) return;
+      if (trap?.after && chunk.includes(trap.after)) link.primed = true;
+      if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
+        const { forward, sprung } = trap;
+        trap = null;
+        if (forward) {
+          // the server gets the query, its answer is lost, then the connection drops
+          upstream.write(chunk);
+          link.holed = true;
+          setTimeout(() => {
+            cut(link);
+            sprung();
+          }, 50);
+        } else {
+          cut(link);
+          sprung();
+        }
+        return;
+      }
+      upstream.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+
+  return {
+    port,
+    urlFor(databaseUrl) {
+      const url = new URL(databaseUrl);
+      url.hostname = '127.0.0.1';
+      url.port = String(port);
+      return url.toString();
+    },
+    mode: () => mode,
+    pass() {
+      for (const link of links) if (link.holed) cut(link);
+      mode = 'pass';
+    },
+    refuse() {
+      mode = 'refuse';
+    },
+    blackhole() {
+      mode = 'blackhole';
+      for (const link of links) link.holed = true;
+    },
+    cutAll() {
+      for (const link of [...links]) cut(link);
+    },
+    cutOn(text, options) {
+      return new Promise<void>((resolve) => {
+        for (const link of links) link.primed = false;
+        trap = {
+          text: Buffer.from(text),
+          after: options.after ? Buffer.from(options.after) : null,
+          forward: options.forward,
+          sprung: resolve,
+        };
+      });
+    },
+    connections: () => links.size,
+    async close() {
+      for (const link of [...links]) cut(link);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
