@@ -99,7 +99,7 @@ function authenticate(def: RouteDef, tokens: TokenService): Middleware {
       ctx.state.auth = null;
       return next();
     }
-    const auth = tokens.verifyAccessToken(token);
+    const auth = await tokens.authenticate(token);
     if (Array.isArray(def.auth) && !def.auth.includes(auth.role)) {
       throw new ForbiddenError(`This operation requires the role ${def.auth.join(' or ')}`);
     }

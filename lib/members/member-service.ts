@@ -4,7 +4,8 @@ import type { Db } from '../db';
 import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
-import { hashPassword, verifyPassword } from '../auth/passwords';
+import type { MemberVersions } from '../auth/member-versions';
+import type { PasswordHasher } from '../auth/password-hasher';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
 import { fetchPage, likeContains, pageEnvelope, type Page } from '../http/pagination';
 import { Member } from './member-model';
@@ -16,6 +17,8 @@ export interface MemberDeps {
   db: Db;
   logger: Logger;
   refreshTokens: RefreshTokenStore;
+  hasher: PasswordHasher;
+  memberVersions: MemberVersions;
 }
 
 interface MemberRow {
@@ -30,7 +33,7 @@ interface MemberRow {
 }
 
 export function createMemberService(deps: MemberDeps) {
-  const { db, config, refreshTokens } = deps;
+  const { db, refreshTokens, hasher, memberVersions } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
 
   /** The caller's member row; a valid token of a member that no longer exists is an invalid token. */
@@ -75,12 +78,12 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
-        if (!(await verifyPassword(input.currentPassword ?? '', member.passwordHash))) {
+        if (!(await hasher.verify(input.currentPassword ?? '', member.passwordHash))) {
           throw new ValidationError('Invalid request body', [
             { field: 'currentPassword', message: 'currentPassword is incorrect' },
           ]);
         }
-        patch.passwordHash = await hashPassword(input.password, config.bcryptCost);
+        patch.passwordHash = await hasher.hash(input.password);
       }
       if (Object.keys(patch).length === 0) return toMemberJson(member);
       patch.updatedAt = new Date();
@@ -88,8 +91,13 @@ export function createMemberService(deps: MemberDeps) {
       let revoked = 0;
       await db.transaction(async (trx) => {
         await Member.query(trx).patch(patch).where('id', member.id);
-        if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
+        if (patch.passwordHash) {
+          revoked = await refreshTokens.revokeAllOf(member.id, trx);
+          // Every access token of the member carries the old version: they stop working.
+          await trx('members').where('id', member.id).increment('token_version', 1);
+        }
       });
+      if (patch.passwordHash) memberVersions.forget(member.id);
       if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
       return toMemberJson(await load(auth));
