@@ -17,6 +17,8 @@ interface RefreshTokenRow {
   revoked_at: unknown;
 }
 
+const PRUNE_BATCH = 1000;
+
 const invalid = (message = 'Refresh token is invalid') => new UnauthenticatedError('INVALID_TOKEN', message);
 
 export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: TokenService }) {
@@ -35,10 +37,10 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
     return token;
   }
 
-  async function revokeFamily(familyId: string, trx?: Trx): Promise<number> {
+  async function revokeFamily(familyId: string, trx?: Trx, memberId?: number): Promise<number> {
     return affectedRows(
       await (trx ?? db)('refresh_tokens')
-        .where({ family_id: familyId })
+        .where({ family_id: familyId, ...(memberId === undefined ? {} : { member_id: memberId }) })
         .whereNull('revoked_at')
         .update({ revoked_at: new Date() }),
     );
@@ -50,9 +52,34 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
     const row = (await db('refresh_tokens')
       .where({ token_hash: hashToken(token) })
       .first()) as RefreshTokenRow | undefined;
-    if (!row || Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId)
+    if (!row) {
+      // We signed it and it has not expired, so its row was pruned after use (or revocation): a replay.
+      // Reuse detection therefore needs no used rows kept; the family's live tokens are revoked as before.
+      const revoked = await revokeFamily(claims.familyId, undefined, claims.memberId);
+      if (revoked > 0) {
+        log.warn(
+          { memberId: claims.memberId, revoked },
+          'Reuse of a pruned refresh token: token family revoked',
+        );
+        throw invalid('Refresh token was already used; the session has been revoked');
+      }
       throw invalid();
+    }
+    if (Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId) throw invalid();
     return row;
+  }
+
+  /** Deletes the rows `select` finds, a batch at a time (no long lock on a big table). */
+  async function deleteInBatches(select: () => ReturnType<Db>): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const ids = ((await select().select('id').limit(PRUNE_BATCH)) as Array<{ id: number }>).map(
+        (r) => r.id,
+      );
+      if (ids.length === 0) return deleted;
+      deleted += affectedRows(await db('refresh_tokens').whereIn('id', ids).delete());
+      if (ids.length < PRUNE_BATCH) return deleted;
+    }
   }
 
   return {
@@ -94,8 +121,21 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
 
     /** Logout: revokes the family of a valid refresh token (idempotent). */
     async revokeFamilyOf(token: string): Promise<void> {
-      const row = await findRow(token);
-      await revokeFamily(row.family_id);
+      // Our signature names the family; its rows may already be pruned (a repeated logout stays a 204).
+      const claims = tokens.verifyRefreshToken(token);
+      await revokeFamily(claims.familyId, undefined, claims.memberId);
+    },
+
+    /**
+     * Scheduled pruning: expired rows (useless), used and revoked rows (a replay of one is recognised without
+     * its row, see findRow). The table then holds about one row per live session.
+     */
+    async prune(now = new Date()): Promise<number> {
+      return (
+        (await deleteInBatches(() => db('refresh_tokens').where('expires_at', '<', now))) +
+        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('used_at'))) +
+        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('revoked_at')))
+      );
     },
 
     /** Revokes every refresh token of a member (password change). */
