@@ -142,7 +142,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   const production = v.NODE_ENV === 'production';
   if (production && !v.JWT_SECRET) {
-    throw new ConfigError('JWT_SECRET', 'Invalid configuration: JWT_SECRET is required when NODE_ENV=production');
+    throw new ConfigError(
+      'JWT_SECRET',
+      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production',
+    );
   }
   const bcryptCost = v.BCRYPT_COST ?? 12;
   if (v.NODE_ENV !== 'test' && bcryptCost < 10) {
@@ -157,7 +160,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     try {
       return localJwtSecret(dir);
     } catch (err) {
-      throw new ConfigError('JWT_SECRET', `Invalid configuration: JWT_SECRET unset and ${(err as Error).message}`);
+      throw new ConfigError(
+        'JWT_SECRET',
+        `Invalid configuration: JWT_SECRET unset and ${(err as Error).message}`,
+      );
     }
   };
   const corsOrigins = v.CORS_ORIGINS.split(',')

@@ -19,7 +19,9 @@ function read(file: string): string {
   }
   const secret = fs.readFileSync(file, 'utf8').trim();
   if (secret.length < MIN_LENGTH) {
-    throw new LocalSecretError(`${file} holds fewer than ${MIN_LENGTH} characters; delete it or set JWT_SECRET`);
+    throw new LocalSecretError(
+      `${file} holds fewer than ${MIN_LENGTH} characters; delete it or set JWT_SECRET`,
+    );
   }
   return secret;
 }

@@ -25,13 +25,9 @@ async function open(path: string): Promise<{ page: Page; violations: string[] }>
     if (/Content Security Policy/i.test(msg.text())) violations.push(msg.text());
   });
   await page.exposeFunction('reportViolation', (text: string) => violations.push(text));
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) =>
-      (window as unknown as { reportViolation(s: string): void }).reportViolation(
-        `${e.violatedDirective} ${e.blockedURI}`,
-      ),
-    );
-  });
+  await page.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (e) => window.reportViolation(e.violatedDirective + ' ' + e.blockedURI));",
+  );
   const res = await page.goto(app.url + path, { waitUntil: 'load' });
   if (!res || res.status() !== 200) throw new Error(`${path} answered ${res?.status()}`);
   return { page, violations };
@@ -76,7 +72,7 @@ test('another site cannot frame the docs (frame-ancestors none)', async (t) => {
     const docsFrame = page.frames().find((f) => f !== page.mainFrame());
     t.truthy(docsFrame, 'the iframe exists');
     const rendered = await docsFrame!
-      .evaluate(() => document.querySelector('#swagger-ui') !== null)
+      .evaluate("document.querySelector('#swagger-ui') !== null")
       .catch(() => false);
     t.false(rendered, 'Swagger UI was not rendered inside the frame');
   } finally {

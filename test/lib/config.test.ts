@@ -95,7 +95,11 @@ test('without JWT_SECRET: a random secret generated once in DATA_DIR (mode 0600)
   t.regex(first, /^[A-Za-z0-9_-]{64}$/);
   t.is(fs.readFileSync(file, 'utf8').trim(), first);
   t.is(loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir }).jwt.secret, first, 'reused on restart');
-  t.not(loadConfig({ NODE_ENV: 'development', DATA_DIR: tempDir() }).jwt.secret, first, 'random per DATA_DIR');
+  t.not(
+    loadConfig({ NODE_ENV: 'development', DATA_DIR: tempDir() }).jwt.secret,
+    first,
+    'random per DATA_DIR',
+  );
   t.is(
     loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir, JWT_SECRET: 'z'.repeat(32) }).jwt.secret,
     'z'.repeat(32),
@@ -121,7 +125,12 @@ test('processes starting at once on one DATA_DIR agree on one secret', async (t)
   const run = () =>
     promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', '-e', 'import("./lib/config.ts").then((m) => process.stdout.write(m.loadConfig().jwt.secret))'],
+      [
+        '--import',
+        'tsx',
+        '-e',
+        'import("./lib/config.ts").then((m) => process.stdout.write(m.loadConfig().jwt.secret))',
+      ],
       { env: { PATH: process.env.PATH, NODE_ENV: 'development', DATA_DIR: dataDir }, timeout: 30_000 },
     );
   const outputs = await Promise.all(Array.from({ length: 4 }, run));
@@ -132,7 +141,13 @@ test('processes starting at once on one DATA_DIR agree on one secret', async (t)
 });
 
 test('an empty variable means unset: the default applies', (t) => {
-  const config = loadConfig({ ...base, PORT: '', DATA_DIR: '', DATABASE_URL: '', JWT_SECRET: 'y'.repeat(40) });
+  const config = loadConfig({
+    ...base,
+    PORT: '',
+    DATA_DIR: '',
+    DATABASE_URL: '',
+    JWT_SECRET: 'y'.repeat(40),
+  });
   t.is(config.port, 8080);
   t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
 });
