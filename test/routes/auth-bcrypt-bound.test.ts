@@ -1,6 +1,6 @@
 // bcrypt is bounded: at most BCRYPT_CONCURRENCY hashes/compares at once, BCRYPT_QUEUE_LIMIT waiting, the rest
 // 503 SERVICE_UNAVAILABLE with Retry-After at once. Unbounded, 50 parallel logins filled libuv's threads and froze
-// image serving for seconds; here an image and a cached GET stay fast while 50 logins run (real cost-10 bcrypt).
+// image serving for seconds; here an image and a cached GET stay fast while 50 logins run (real cost-12 bcrypt).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -18,7 +18,7 @@ let app: TestApp;
 test.before(async () => {
   app = await startTestApp({
     env: {
-      BCRYPT_COST: '10',
+      BCRYPT_COST: '12', // the production default: unbounded, 50 logins held libuv's 4 threads for ~4 s
       BCRYPT_CONCURRENCY: String(CONCURRENCY),
       BCRYPT_QUEUE_LIMIT: String(QUEUE_LIMIT),
     },
@@ -96,10 +96,11 @@ test('50 parallel logins: images and cached GETs stay fast, over-limit logins ge
   const results = await logins;
   clearInterval(sampler);
 
-  // The bound that matters most is the cached GET's (only the event loop): bcrypt must not stall the server.
-  // An image also needs a database lookup and libuv's threads; on this shared 2-core machine (load ~20 while
-  // measured) MariaDB itself is starved at times, so its bound is looser. Both are reported.
-  const bounds: Record<string, number> = { cached: 300, image: 1000 };
+  // The cached GET's bound is the strict one (only the event loop): bcrypt must not stall the server. An image
+  // also needs libuv's threads (the ones bcrypt held for seconds before) and a database lookup that queues in
+  // the pool behind the 50 logins' lookups; on this shared 2-core machine (load ~20 from the other test files)
+  // MariaDB alone adds hundreds of ms at times, so its bound is looser, still far below the old freeze.
+  const bounds: Record<string, number> = { cached: 300, image: 1500 };
   for (const [kind, values] of Object.entries(byPath)) {
     const p99 = percentile(values, 99);
     t.log(
