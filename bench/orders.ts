@@ -240,7 +240,7 @@ async function seed(db: Knex): Promise<Fixture> {
   }
   const ids = (await db('products').orderBy('id').select('id')).map((row: { id: number }) => row.id);
   return {
-    tokens: buyerIds.map((id: number) => tokens.signAccessToken({ id, role: 'BUYER' })),
+    tokens: buyerIds.map((id: number) => tokens.signAccessToken({ id, role: 'BUYER', tokenVersion: 0 })),
     hot: ids[0],
     spread: ids.slice(1),
     initial: new Map(ids.map((id: number) => [id, BIG_STOCK])),

@@ -8,6 +8,7 @@ import { corsMiddleware } from './http/cors';
 import { errorHandler } from './http/error-handler';
 import { routeFallback } from './http/fallback';
 import { requestIdAndAccessLog } from './http/request-id';
+import { securityHeaders } from './http/security-headers';
 import { mountRoutes } from './http/route';
 import { createServices, type Deps, type Services } from './services';
 import { routeTable, type RouteGroup } from '../routes/index';
@@ -30,6 +31,7 @@ export function createApp(deps: Deps): AppBundle {
   const app = new Koa({ proxy: false });
   app.silent = true; // errors are handled and logged by errorHandler
   app.use(requestIdAndAccessLog(deps.logger));
+  app.use(securityHeaders());
   app.use(errorHandler(deps.logger));
   app.use(corsMiddleware(deps.config.corsOrigins));
   app.use(

@@ -1,35 +1,55 @@
 // In-process caches (node-cache) with single-flight loading: concurrent misses for one key share one
-// load, so a cold cache under load reaches the database once.
+// load, so a cold cache under load reaches the database once. Bounded by entries: a full cache serves
+// what it holds and stops adding until entries expire, so a flood of distinct keys cannot grow memory.
 import NodeCache from 'node-cache';
 
+export const DEFAULT_CACHE_MAX_ENTRIES = 10_000;
+
 export interface Cache<T> {
+  get(key: string): T | undefined;
+  /** Caches `value` unless the cache is full (replacing a key it holds always works). */
+  set(key: string, value: T): void;
   del(key: string | string[]): void;
   flush(): void;
   /** The cached value, or the result of one shared `load()` for all concurrent callers. */
   getOrLoad(key: string, load: () => Promise<T>): Promise<T>;
+  /** Entries held now (never more than maxEntries), and loads in flight. */
+  size(): { entries: number; loading: number };
+  close(): void;
 }
 
-export function createCache<T>(ttlSeconds: number): Cache<T> {
+export interface CacheOptions {
+  maxEntries?: number;
+}
+
+export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): Cache<T> {
+  const maxEntries = options.maxEntries ?? DEFAULT_CACHE_MAX_ENTRIES;
   const store = new NodeCache({
     stdTTL: ttlSeconds,
     useClones: false,
     checkperiod: Math.min(ttlSeconds, 600),
+    // Not node-cache's maxKeys: it refuses even to replace an existing key once full.
   });
+  // Only loads in flight are remembered: a `del` removes its key's entry, so a load that started before
+  // it finds itself replaced and does not write its (stale) result back. Nothing outlives its load, so
+  // deleted keys leave no trace (a per-key generation counter grew with every key ever deleted).
   const inFlight = new Map<string, Promise<T>>();
-  // A load that started before a `del` must not write its (stale) result back.
-  const generation = new Map<string, number>();
-  const gen = (key: string) => generation.get(key) ?? 0;
+
+  const put = (key: string, value: T) => {
+    // Replacing a key never needs room; a new key in a full cache is simply not cached.
+    if (store.has(key) || store.getStats().keys < maxEntries) store.set(key, value);
+  };
 
   return {
+    get: (key) => store.get<T>(key),
+    set: put,
     del(keys) {
       for (const key of Array.isArray(keys) ? keys : [keys]) {
-        generation.set(key, gen(key) + 1);
         inFlight.delete(key);
         store.del(key);
       }
     },
     flush() {
-      for (const key of [...store.keys(), ...inFlight.keys()]) generation.set(key, gen(key) + 1);
       inFlight.clear();
       store.flushAll();
     },
@@ -38,11 +58,12 @@ export function createCache<T>(ttlSeconds: number): Cache<T> {
       if (hit !== undefined) return Promise.resolve(hit);
       const pending = inFlight.get(key);
       if (pending) return pending;
-      const startedAt = gen(key);
       const promise = load().then(
         (value) => {
-          if (gen(key) === startedAt) store.set(key, value);
-          if (inFlight.get(key) === promise) inFlight.delete(key);
+          if (inFlight.get(key) === promise) {
+            inFlight.delete(key);
+            put(key, value);
+          }
           return value;
         },
         (err) => {
@@ -53,5 +74,7 @@ export function createCache<T>(ttlSeconds: number): Cache<T> {
       inFlight.set(key, promise);
       return promise;
     },
+    size: () => ({ entries: store.getStats().keys, loading: inFlight.size }),
+    close: () => store.close(),
   };
 }

@@ -2,8 +2,7 @@
 // with one line naming the offending variable.
 import path from 'node:path';
 import * as yup from 'yup';
-
-export const DEV_JWT_SECRET = 'dev-only-secret-change-me-0123456789abcdef';
+import { localJwtSecret } from './auth/local-jwt-secret';
 export const DEFAULT_SEED_PASSWORDS = {
   admin: 'Admin123!',
   seller: 'Seller123!',
@@ -49,7 +48,8 @@ const seedPassword = () =>
 const envSchema = yup.object({
   NODE_ENV: yup.string().oneOf(['development', 'production', 'test']).default('development'),
   PORT: int(0, 65535).default(8080),
-  HOST: yup.string().default('0.0.0.0'),
+  // No default here: outside production the default is loopback only (see loadConfig).
+  HOST: yup.string().optional(),
   DATABASE_URL: yup
     .string()
     .optional()
@@ -88,6 +88,10 @@ const envSchema = yup.object({
   HTTP_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000).default(5_000),
   HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(1_000),
+  BCRYPT_CONCURRENCY: int(1, 64).default(2),
+  BCRYPT_QUEUE_LIMIT: int(0, 10_000).default(32),
+  AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
+  PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -110,6 +114,12 @@ export interface Config {
   inventoryMode: InventoryMode;
   actorIdleMs: number;
   shutdownTimeoutMs: number;
+  /** bcrypt hashes/compares running at once, and how many may wait before 503. */
+  bcrypt: { concurrency: number; queueLimit: number };
+  /** How long an authenticated request may rely on a cached member role and token version. */
+  authMemberCacheSeconds: number;
+  /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
+  pruneIntervalSeconds: number;
   /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
   dbTimeouts: DbTimeouts;
   http: HttpLimits;
@@ -154,10 +164,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const production = v.NODE_ENV === 'production';
-  if (production && (!v.JWT_SECRET || v.JWT_SECRET === DEV_JWT_SECRET)) {
+  if (production && !v.JWT_SECRET) {
     throw new ConfigError(
       'JWT_SECRET',
-      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production (not the development default)',
+      'Invalid configuration: JWT_SECRET is required when NODE_ENV=production',
     );
   }
   const bcryptCost = v.BCRYPT_COST ?? 12;
@@ -176,6 +186,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const dataDir = path.resolve(v.DATA_DIR);
+  const jwtSecretIn = (dir: string) => {
+    try {
+      return localJwtSecret(dir);
+    } catch (err) {
+      throw new ConfigError(
+        'JWT_SECRET',
+        `Invalid configuration: JWT_SECRET unset and ${(err as Error).message}`,
+      );
+    }
+  };
   const corsOrigins = v.CORS_ORIGINS.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
@@ -191,7 +211,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     env: v.NODE_ENV as Config['env'],
     port: v.PORT,
-    host: v.HOST,
+    // Production keeps listening on every interface; anywhere else a default start is reachable from this
+    // machine only, so a laptop on a shared network does not expose the demo accounts.
+    host: v.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     database: v.DATABASE_URL
       ? { client: 'mysql', url: v.DATABASE_URL, poolMax: v.DB_POOL_MAX }
       : { client: 'sqlite', filename: path.join(dataDir, 'marketplace.sqlite') },
@@ -205,7 +227,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       buyer: v.SEED_BUYER_PASSWORD ?? DEFAULT_SEED_PASSWORDS.buyer,
     },
     jwt: {
-      secret: v.JWT_SECRET ?? DEV_JWT_SECRET,
+      // Outside production, a random secret kept in DATA_DIR (never one from the repository).
+      secret: v.JWT_SECRET ?? jwtSecretIn(dataDir),
       algorithm: v.JWT_ALGORITHM as Config['jwt']['algorithm'],
       issuer: v.JWT_ISSUER,
       audience: v.JWT_AUDIENCE,
@@ -227,5 +250,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keepAliveTimeoutMs: v.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: v.HTTP_MAX_CONNECTIONS,
     },
+    bcrypt: { concurrency: v.BCRYPT_CONCURRENCY, queueLimit: v.BCRYPT_QUEUE_LIMIT },
+    authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
+    pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
   };
 }

@@ -5,6 +5,9 @@ import type { Logger } from './logger';
 import { createTokenService } from './auth/tokens';
 import { createAuthService } from './auth/auth-service';
 import { createLoginThrottle } from './auth/login-throttle';
+import { createMemberVersions } from './auth/member-versions';
+import { createPasswordHasher } from './auth/password-hasher';
+import { createPruner } from './maintenance/pruner';
 import { createRefreshTokenStore } from './auth/refresh-token-store';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
@@ -28,15 +31,21 @@ export interface Deps {
 
 export function createServices(deps: Deps) {
   const events = createEventBus();
-  const tokens = createTokenService(deps.config.jwt);
+  const memberVersions = createMemberVersions({
+    db: deps.db,
+    ttlSeconds: deps.config.authMemberCacheSeconds,
+  });
+  const tokens = createTokenService(deps.config.jwt, memberVersions.check);
+  const hasher = createPasswordHasher({ cost: deps.config.bcryptCost, ...deps.config.bcrypt });
   const health = createHealthService(deps);
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const inventory = createInventory({ ...deps, catalog: createCatalogHooks(events) });
+  const idempotency = createIdempotencyStore(deps);
   const orders = createOrderService({
     db: deps.db,
     inventory,
-    idempotency: createIdempotencyStore(deps),
+    idempotency,
     notifications: { wake: () => dispatcher.kick() },
   });
   const orderDiagram = createOrderDiagramService();
@@ -48,8 +57,16 @@ export function createServices(deps: Deps) {
     stockWrites: createInventoryStockWrites(deps.db, inventory),
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
-  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
-  const members = createMemberService({ ...deps, refreshTokens });
+  const auth = createAuthService({ ...deps, tokens, refreshTokens, hasher, throttle: createLoginThrottle() });
+  const members = createMemberService({ ...deps, refreshTokens, hasher, memberVersions });
+  const pruner = createPruner({
+    logger: deps.logger,
+    intervalSeconds: deps.config.pruneIntervalSeconds,
+    targets: [
+      { name: 'refreshTokens', prune: (now) => refreshTokens.prune(now) },
+      { name: 'idempotencyKeys', prune: (now) => idempotency.prune(now) },
+    ],
+  });
   const images = createImageService({ ...deps, events });
   return {
     events,
@@ -65,16 +82,21 @@ export function createServices(deps: Deps) {
     notifications,
     inventory,
     orders,
+    hasher,
+    pruner,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {
       await images.sweepStaleUploads();
       dispatcher.start();
+      pruner.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
       await inventory.stop();
       await dispatcher.stop();
       auth.stop();
+      await pruner.stop();
+      memberVersions.close();
     },
   };
 }

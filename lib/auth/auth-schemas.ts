@@ -5,6 +5,7 @@ import { strictObject } from '../http/validate';
 import {
   businessNumberField,
   emailField,
+  emailText,
   nameField,
   newPasswordField,
   phoneField,
@@ -26,9 +27,7 @@ export type SignupInput = yup.InferType<typeof signupBody>;
 
 export const loginBody = strictObject({
   // Login is lenient about the e-mail's format (a wrong one is simply INVALID_CREDENTIALS).
-  email: text({ trim: true, lowercase: true })
-    .required('email is required')
-    .max(255, 'email must be at most 255 characters'),
+  email: emailText().required('email is required').max(255, 'email must be at most 255 characters'),
   password: text().defined('password is required').max(1000, 'password is too long'),
 });
 export type LoginInput = yup.InferType<typeof loginBody>;

@@ -9,7 +9,8 @@ import { Member } from '../members/member-model';
 import { toMemberJson, type MemberJson } from '../members/member-json';
 import type { LoginInput, SignupInput } from './auth-schemas';
 import type { LoginThrottle } from './login-throttle';
-import { hashPassword, PASSWORD_MAX_BYTES, verifyPassword } from './passwords';
+import type { PasswordHasher } from './password-hasher';
+import { PASSWORD_MAX_BYTES } from './passwords';
 import type { RefreshTokenStore } from './refresh-token-store';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
 
@@ -28,6 +29,7 @@ export interface AuthDeps {
   tokens: TokenService;
   refreshTokens: RefreshTokenStore;
   throttle: LoginThrottle;
+  hasher: PasswordHasher;
 }
 
 const emailTaken = () =>
@@ -36,16 +38,23 @@ const invalidCredentials = () =>
   new UnauthenticatedError('INVALID_CREDENTIALS', 'E-mail or password is incorrect');
 
 export function createAuthService(deps: AuthDeps) {
-  const { db, config, tokens, refreshTokens, throttle } = deps;
+  const { db, tokens, refreshTokens, throttle, hasher } = deps;
   const log = deps.logger.child({ component: 'AuthService' });
   let dummyHash: Promise<string> | null = null;
   // A hash of a random password at the configured cost, compared against when the e-mail is unknown.
   const timingHash = () =>
-    (dummyHash ??= hashPassword(crypto.randomBytes(24).toString('base64'), config.bcryptCost));
+    (dummyHash ??= hasher.hash(crypto.randomBytes(24).toString('base64')).catch((err: unknown) => {
+      dummyHash = null; // a busy hasher (503) must not leave a rejected promise here for good
+      throw err;
+    }));
 
-  function tokenPair(member: Pick<Member, 'id' | 'role'>, refreshToken: string): TokenPair {
+  function tokenPair(member: Pick<Member, 'id' | 'role' | 'tokenVersion'>, refreshToken: string): TokenPair {
     return {
-      accessToken: tokens.signAccessToken({ id: member.id, role: member.role }),
+      accessToken: tokens.signAccessToken({
+        id: member.id,
+        role: member.role,
+        tokenVersion: Number(member.tokenVersion),
+      }),
       refreshToken,
       tokenType: 'Bearer',
       expiresIn: ACCESS_TOKEN_TTL_SECONDS,
@@ -69,7 +78,7 @@ export function createAuthService(deps: AuthDeps) {
         ]);
       }
       if (await Member.query(db).findOne({ email: input.email })) throw emailTaken();
-      const passwordHash = await hashPassword(input.password, config.bcryptCost);
+      const passwordHash = await hasher.hash(input.password);
       const now = new Date();
       let id: number;
       try {
@@ -98,7 +107,7 @@ export function createAuthService(deps: AuthDeps) {
     async login(input: LoginInput, clientAddress: string): Promise<TokenPair> {
       throttle.begin(input.email, clientAddress);
       const member = await Member.query(db).findOne({ email: input.email });
-      const matches = await verifyPassword(input.password, member?.passwordHash ?? (await timingHash()));
+      const matches = await hasher.verify(input.password, member?.passwordHash ?? (await timingHash()));
       // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
       if (!member || !matches || Buffer.byteLength(input.password, 'utf8') > PASSWORD_MAX_BYTES) {
         log.info({ memberId: member?.id ?? null }, 'Login failed');

@@ -12,8 +12,32 @@ export interface RefreshTokenRow {
   revoked_at: unknown;
 }
 
+const PRUNE_BATCH = 1000;
+
 export function createRefreshTokenRepository(db: Db) {
+  /** Deletes the rows `select` finds, a batch at a time (no long lock on a big table). */
+  async function deleteInBatches(select: () => ReturnType<Db>): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const ids = ((await select().select('id').limit(PRUNE_BATCH)) as Array<{ id: number }>).map(
+        (r) => r.id,
+      );
+      if (ids.length === 0) return deleted;
+      deleted += affectedRows(await db('refresh_tokens').whereIn('id', ids).delete());
+      if (ids.length < PRUNE_BATCH) return deleted;
+    }
+  }
+
   return {
+    /** Expired rows (useless), used and revoked rows (a replay of one is recognised without its row). */
+    async prune(now: Date): Promise<number> {
+      return (
+        (await deleteInBatches(() => db('refresh_tokens').where('expires_at', '<', now))) +
+        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('used_at'))) +
+        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('revoked_at')))
+      );
+    },
+
     async insert(
       token: { memberId: number; familyId: string; tokenHash: string; expiresAt: Date },
       trx?: Trx,
@@ -54,11 +78,11 @@ export function createRefreshTokenRepository(db: Db) {
       return marked === 1;
     },
 
-    /** Revokes every live token of the family; returns how many. */
-    async revokeFamily(familyId: string, trx?: Trx): Promise<number> {
+    /** Revokes every live token of the family (of that member, when given); returns how many. */
+    async revokeFamily(familyId: string, trx?: Trx, memberId?: number): Promise<number> {
       return affectedRows(
         await (trx ?? db)('refresh_tokens')
-          .where({ family_id: familyId })
+          .where({ family_id: familyId, ...(memberId === undefined ? {} : { member_id: memberId }) })
           .whereNull('revoked_at')
           .update({ revoked_at: new Date() }),
       );

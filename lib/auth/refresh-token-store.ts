@@ -29,16 +29,28 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
   async function findRow(token: string): Promise<RefreshTokenRow> {
     const claims = tokens.verifyRefreshToken(token);
     const row = await repository.findByHash(hashToken(token));
-    if (!row || Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId)
+    if (!row) {
+      // We signed it and it has not expired, so its row was pruned after use (or revocation): a replay.
+      // Reuse detection therefore needs no used rows kept; the family's live tokens are revoked as before.
+      const revoked = await repository.revokeFamily(claims.familyId, undefined, claims.memberId);
+      if (revoked > 0) {
+        log.warn(
+          { memberId: claims.memberId, revoked },
+          'Reuse of a pruned refresh token: token family revoked',
+        );
+        throw invalid('Refresh token was already used; the session has been revoked');
+      }
       throw invalid();
+    }
+    if (Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId) throw invalid();
     return row;
   }
 
   return {
     /** A new family (a login): returns the first refresh token. */
     async startFamily(memberId: number): Promise<string> {
-      // Housekeeping on the member's own rows: expired tokens are useless (used ones are kept until they
-      // expire, because they are what detects a replay), so the table grows with live sessions only.
+      // Housekeeping on the member's own rows: expired tokens are useless; used ones go with the scheduled
+      // prune (a replay of a pruned token is still recognised, see findRow).
       await repository.deleteExpiredOf(memberId);
       return issue(memberId, crypto.randomUUID());
     },
@@ -66,8 +78,17 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
 
     /** Logout: revokes the family of a valid refresh token (idempotent). */
     async revokeFamilyOf(token: string): Promise<void> {
-      const row = await findRow(token);
-      await repository.revokeFamily(row.family_id);
+      // Our signature names the family; its rows may already be pruned (a repeated logout stays a 204).
+      const claims = tokens.verifyRefreshToken(token);
+      await repository.revokeFamily(claims.familyId, undefined, claims.memberId);
+    },
+
+    /**
+     * Scheduled pruning: expired rows (useless), used and revoked rows (a replay of one is recognised without
+     * its row, see findRow). The table then holds about one row per live session.
+     */
+    async prune(now = new Date()): Promise<number> {
+      return repository.prune(now);
     },
 
     /** Revokes every refresh token of a member (password change). */

@@ -13,6 +13,14 @@ export interface AuthMember {
   role: Role;
 }
 
+/** What an access token claims: the member, its role and its token version when the token was issued. */
+export interface AccessClaims extends AuthMember {
+  tokenVersion: number;
+}
+
+/** Decides whether verified claims still hold (the member's role and token version); see member-versions.ts. */
+export type AccessCheck = (claims: AccessClaims) => Promise<AuthMember>;
+
 export interface RefreshClaims {
   memberId: number;
   familyId: string;
@@ -22,7 +30,8 @@ export interface RefreshClaims {
 
 const ROLES: readonly string[] = ['BUYER', 'SELLER', 'ADMIN'];
 
-export function createTokenService(jwtConfig: Config['jwt']) {
+/** `check` is needed only by a service that authenticates requests; scripts that just sign tokens omit it. */
+export function createTokenService(jwtConfig: Config['jwt'], check?: AccessCheck) {
   // One KeyObject for the HMAC secret: given a string, jsonwebtoken builds a key on every call, which was
   // a fifth of the server's CPU under order load.
   const key = crypto.createSecretKey(Buffer.from(jwtConfig.secret, 'utf8'));
@@ -46,24 +55,40 @@ export function createTokenService(jwtConfig: Config['jwt']) {
         throw new UnauthenticatedError('TOKEN_EXPIRED', 'Token has expired');
       throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
     }
-    if (typeof payload === 'string' || payload.typ !== type || !/^\d+$/.test(String(payload.sub))) {
+    // jsonwebtoken accepts a token without `exp` as never expiring: every token we sign has both.
+    if (
+      typeof payload === 'string' ||
+      payload.typ !== type ||
+      !/^\d+$/.test(String(payload.sub)) ||
+      typeof payload.exp !== 'number' ||
+      typeof payload.iat !== 'number'
+    ) {
       throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
     }
     return payload;
   }
 
+  function verifyAccessToken(token: string): AccessClaims {
+    const payload = verify(token, 'access');
+    if (!ROLES.includes(payload.role) || !Number.isSafeInteger(payload.ver) || payload.ver < 0)
+      throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
+    return { id: Number(payload.sub), role: payload.role as Role, tokenVersion: payload.ver };
+  }
+
   return {
-    signAccessToken(member: AuthMember): string {
-      return jwt.sign({ typ: 'access', role: member.role }, key, {
+    signAccessToken(member: AccessClaims): string {
+      return jwt.sign({ typ: 'access', role: member.role, ver: member.tokenVersion }, key, {
         ...signOptions(ACCESS_TOKEN_TTL_SECONDS),
         subject: String(member.id),
       });
     },
 
-    verifyAccessToken(token: string): AuthMember {
-      const payload = verify(token, 'access');
-      if (!ROLES.includes(payload.role)) throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
-      return { id: Number(payload.sub), role: payload.role as Role };
+    verifyAccessToken,
+
+    /** A request's Bearer token: verified, then checked against the member's current role and version. */
+    async authenticate(token: string): Promise<AuthMember> {
+      if (!check) throw new Error('This token service was created without an access check');
+      return check(verifyAccessToken(token));
     },
 
     /** A new refresh token of `familyId`; its hash (never the token) is what gets stored. */

@@ -40,7 +40,7 @@ export function authenticate(
       ctx.state.auth = null;
       return next();
     }
-    const auth = tokens.verifyAccessToken(token);
+    const auth = await tokens.authenticate(token);
     if (Array.isArray(requirement) && !requirement.includes(auth.role)) {
       throw new ForbiddenError(`This operation requires the role ${requirement.join(' or ')}`);
     }

@@ -42,7 +42,7 @@ export function corsMiddleware(allowedOrigins: string[]): Middleware {
     keepHeadersOnError: true,
   });
   return async function corsForApi(ctx, next) {
-    if (!ctx.path.startsWith('/api/')) return next();
+    if (!/^\/api\//i.test(ctx.path)) return next(); // case-insensitive, as the router matches
     const origin = ctx.get('Origin');
     const preflight =
       ctx.method === 'OPTIONS' && origin !== '' && ctx.get('Access-Control-Request-Method') !== '';

@@ -13,6 +13,8 @@ export class Member extends BaseModel {
   phone!: string;
   role!: Role;
   businessNumber!: string | null;
+  /** Bumped on a password change; access tokens carry it (`ver`) and stop working when it moves on. */
+  tokenVersion!: number;
   createdAt!: Date;
   updatedAt!: Date;
 }

@@ -20,6 +20,11 @@ export function createMemberRepository(db: Db) {
       await Member.query(trx).patch(patch).where('id', memberId);
     },
 
+    /** Every access token the member holds carries the old version: bumping it ends them (lib/auth). */
+    async bumpTokenVersion(memberId: number, trx: Trx): Promise<void> {
+      await trx('members').where('id', memberId).increment('token_version', 1);
+    },
+
     /** Newest first. */
     async list(filter: MemberListFilter, request: PageRequest): Promise<PageSlice<Member>> {
       const q = db('members').select(

@@ -18,10 +18,21 @@ export const text = (options: { trim?: boolean; lowercase?: boolean } = {}) =>
     })
     .typeError('${path} must be a string');
 
+/**
+ * E-mails are stored and looked up normalised: trimmed, lower-cased and in Unicode NFC, and compared byte for
+ * byte (utf8mb4_bin on MySQL), so two spellings of one address are one account and look-alikes are not.
+ */
+export const normalizeEmail = (email: string) => email.trim().toLowerCase().normalize('NFC');
+
+/** An e-mail as typed, normalised (see normalizeEmail); format rules are up to the caller. */
+export const emailText = () =>
+  yup
+    .string()
+    .transform((_value, original) => (typeof original === 'string' ? normalizeEmail(original) : original))
+    .typeError('${path} must be a string');
+
 export const emailField = () =>
-  text({ trim: true, lowercase: true })
-    .max(255, 'email must be at most 255 characters')
-    .email('email must be a valid e-mail address');
+  emailText().max(255, 'email must be at most 255 characters').email('email must be a valid e-mail address');
 
 /** A new password: 8-72 bytes of UTF-8 (bcrypt reads only 72), never trimmed. */
 export const newPasswordField = () =>

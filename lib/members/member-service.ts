@@ -4,7 +4,8 @@ import type { Db } from '../db';
 import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
-import { hashPassword, verifyPassword } from '../auth/passwords';
+import type { MemberVersions } from '../auth/member-versions';
+import type { PasswordHasher } from '../auth/password-hasher';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
 import { mapPage, type PageSlice } from '../query-helpers';
 import type { Member } from './member-model';
@@ -17,10 +18,12 @@ export interface MemberDeps {
   db: Db;
   logger: Logger;
   refreshTokens: RefreshTokenStore;
+  hasher: PasswordHasher;
+  memberVersions: MemberVersions;
 }
 
 export function createMemberService(deps: MemberDeps) {
-  const { db, config, refreshTokens } = deps;
+  const { db, refreshTokens, hasher, memberVersions } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
   const repository = createMemberRepository(db);
 
@@ -66,12 +69,12 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
-        if (!(await verifyPassword(input.currentPassword ?? '', member.passwordHash))) {
+        if (!(await hasher.verify(input.currentPassword ?? '', member.passwordHash))) {
           throw new ValidationError('Invalid request body', [
             { field: 'currentPassword', message: 'currentPassword is incorrect' },
           ]);
         }
-        patch.passwordHash = await hashPassword(input.password, config.bcryptCost);
+        patch.passwordHash = await hasher.hash(input.password);
       }
       if (Object.keys(patch).length === 0) return toMemberJson(member);
       patch.updatedAt = new Date();
@@ -79,8 +82,13 @@ export function createMemberService(deps: MemberDeps) {
       let revoked = 0;
       await db.transaction(async (trx) => {
         await repository.patch(member.id, patch, trx);
-        if (patch.passwordHash) revoked = await refreshTokens.revokeAllOf(member.id, trx);
+        if (patch.passwordHash) {
+          revoked = await refreshTokens.revokeAllOf(member.id, trx);
+          // Every access token of the member carries the old version: they stop working.
+          await repository.bumpTokenVersion(member.id, trx);
+        }
       });
+      if (patch.passwordHash) memberVersions.forget(member.id);
       if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
       return toMemberJson(await load(auth));

@@ -1,6 +1,7 @@
 // Swagger UI served from the installed swagger-ui-dist package (no CDN): the page at /docs loads its assets from
 // /docs/assets/* and the document from /api/v1/openapi.json. `persistAuthorization` keeps the Bearer token that
 // a reader enters under "Authorize" across reloads.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -30,6 +31,14 @@ export function swaggerAsset(file: string): SwaggerAsset | null {
   return { stream: fs.createReadStream(fullPath), contentType, size: fs.statSync(fullPath).size };
 }
 
+// The page's one inline script is constant (its settings travel in a JSON data block, which never runs), so the
+// docs' Content-Security-Policy can allow exactly this script by its hash.
+const INLINE_SCRIPT = `
+    const config = JSON.parse(document.getElementById('swagger-config').textContent);
+    window.ui = SwaggerUIBundle({ ...config, presets: [SwaggerUIBundle.presets.apis], layout: 'BaseLayout' });
+  `;
+export const SWAGGER_INLINE_SCRIPT_HASH = `sha256-${crypto.createHash('sha256').update(INLINE_SCRIPT).digest('base64')}`;
+
 export function swaggerUiHtml(options: { specUrl: string; assetsPath: string; title: string }): string {
   const config = {
     url: options.specUrl,
@@ -53,11 +62,9 @@ export function swaggerUiHtml(options: { specUrl: string; assetsPath: string; ti
 <body>
   <nav class="docs-links"><a href="/docs/order-lifecycle">Order lifecycle diagram</a><a href="${options.specUrl}">OpenAPI document (JSON)</a></nav>
   <div id="swagger-ui"></div>
+  <script id="swagger-config" type="application/json">${JSON.stringify(config).replace(/</g, '\\u003c')}</script>
   <script src="${options.assetsPath}/swagger-ui-bundle.js"></script>
-  <script>
-    const config = ${JSON.stringify(config)};
-    window.ui = SwaggerUIBundle({ ...config, presets: [SwaggerUIBundle.presets.apis], layout: 'BaseLayout' });
-  </script>
+  <script>${INLINE_SCRIPT}</script>
 </body>
 </html>
 `;

@@ -5,7 +5,7 @@
 // response is stored in the same transaction as the orders. A failed attempt frees the key.
 import crypto from 'node:crypto';
 import type { Db } from '../db';
-import { isUniqueViolation } from '../db';
+import { affectedRows, isUniqueViolation } from '../db';
 import { ConflictError, ServiceUnavailableError } from '../errors';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -95,6 +95,21 @@ export function createIdempotencyStore({ db }: { db: Db }) {
         if (Date.now() > deadline)
           throw new ServiceUnavailableError('The first request with this Idempotency-Key is still running');
         await sleep(20); // the first request with this key is still running
+      }
+    },
+
+    /** Scheduled pruning: keys past their 24 h window, a batch at a time. */
+    async prune(now = new Date()): Promise<number> {
+      let deleted = 0;
+      for (;;) {
+        const ids = (
+          (await db('idempotency_keys').where('expires_at', '<', now).select('id').limit(1000)) as Array<{
+            id: number;
+          }>
+        ).map((r) => r.id);
+        if (ids.length === 0) return deleted;
+        deleted += affectedRows(await db('idempotency_keys').whereIn('id', ids).delete());
+        if (ids.length < 1000) return deleted;
       }
     },
 

@@ -34,7 +34,7 @@ export async function makeWorld(
       created_at: now,
       updated_at: now,
     });
-    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role }) };
+    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 }) };
   };
   const sellers = [await member('SELLER', 1), await member('SELLER', 2)];
   const buyers = await Promise.all(Array.from({ length: options.buyers }, (_, i) => member('BUYER', i)));

@@ -33,7 +33,7 @@ export async function createMember(
     created_at: now,
     updated_at: now,
   });
-  const token = app.bundle.services.tokens.signAccessToken({ id, role });
+  const token = app.bundle.services.tokens.signAccessToken({ id, role, tokenVersion: 0 });
   return { id, email, password, role, token };
 }
 

@@ -84,8 +84,8 @@ test.before(async () => {
 });
 test.after.always(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-const seller = tokens.signAccessToken({ id: 7, role: 'SELLER' });
-const buyer = tokens.signAccessToken({ id: 8, role: 'BUYER' });
+const seller = tokens.signAccessToken({ id: 7, role: 'SELLER', tokenVersion: 0 });
+const buyer = tokens.signAccessToken({ id: 8, role: 'BUYER', tokenVersion: 0 });
 
 test('a public route runs with a null caller, or the caller of a valid token', async (t) => {
   seen.length = 0;

@@ -1,25 +1,31 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { ConfigError, DEV_JWT_SECRET, loadConfig } from '../../lib/config';
+import { ConfigError, loadConfig } from '../../lib/config';
 
-const base = { NODE_ENV: 'development' };
+// Each test's own DATA_DIR: outside production, loading a config without JWT_SECRET creates a secret there.
+const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'mkt-config-'));
+const base = { NODE_ENV: 'development', DATA_DIR: tempDir() };
 
 function configError(t: import('ava').ExecutionContext, env: Record<string, string>): ConfigError {
   const err = t.throws(() => loadConfig(env), { instanceOf: ConfigError });
   return err as ConfigError;
 }
 
-test('defaults: port 8080, embedded SQLite under ./var, actor inventory, line logs, bcrypt cost 12', (t) => {
-  const config = loadConfig(base);
+test('defaults: port 8080 on loopback, embedded SQLite under ./var, actor inventory, line logs, bcrypt cost 12', (t) => {
+  const config = loadConfig({ NODE_ENV: 'development', JWT_SECRET: 'y'.repeat(40) });
   t.is(config.port, 8080);
+  t.is(config.host, '127.0.0.1');
   t.is(config.database.client, 'sqlite');
   t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
   t.true(config.uploadDir.endsWith('/var/uploads'));
   t.is(config.inventoryMode, 'actor');
   t.deepEqual(config.log, { level: 'info', format: 'line' });
   t.is(config.bcryptCost, 12);
-  t.is(config.jwt.secret, DEV_JWT_SECRET);
+  t.is(config.jwt.secret, 'y'.repeat(40));
   t.is(config.jwt.algorithm, 'HS256');
   t.true(config.migrateOnStart);
   t.true(config.seedOnStart);
@@ -50,6 +56,10 @@ test('every bad value names its variable', (t) => {
     [{ PORT: '80.5' }, 'PORT'],
     [{ SEED_ADMIN_PASSWORD: 'short' }, 'SEED_ADMIN_PASSWORD'],
     [{ SEED_BUYER_PASSWORD: 'x'.repeat(73) }, 'SEED_BUYER_PASSWORD'],
+    [{ BCRYPT_CONCURRENCY: '0' }, 'BCRYPT_CONCURRENCY'],
+    [{ BCRYPT_QUEUE_LIMIT: '-1' }, 'BCRYPT_QUEUE_LIMIT'],
+    [{ AUTH_MEMBER_CACHE_SECONDS: '61' }, 'AUTH_MEMBER_CACHE_SECONDS'],
+    [{ PRUNE_INTERVAL_SECONDS: '0' }, 'PRUNE_INTERVAL_SECONDS'],
   ];
   for (const [env, variable] of cases) {
     const err = configError(t, { ...base, ...env });
@@ -62,19 +72,88 @@ test('production refuses to start without JWT_SECRET', (t) => {
   const err = configError(t, { NODE_ENV: 'production' });
   t.is(err.variable, 'JWT_SECRET');
   t.regex(err.message, /JWT_SECRET is required/);
-  t.is(configError(t, { NODE_ENV: 'production', JWT_SECRET: DEV_JWT_SECRET }).variable, 'JWT_SECRET');
+  const dataDir = tempDir();
+  t.is(configError(t, { NODE_ENV: 'production', DATA_DIR: dataDir }).variable, 'JWT_SECRET');
+  t.deepEqual(fs.readdirSync(dataDir), [], 'production never generates a secret of its own');
   const ok = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
   t.false(ok.seedOnStart, 'production does not seed by default');
+  t.is(ok.host, '0.0.0.0', 'production keeps listening on every interface');
+});
+
+test('HOST: loopback by default outside production, any value when given', (t) => {
+  t.is(loadConfig({ ...base }).host, '127.0.0.1');
+  t.is(loadConfig({ ...base, NODE_ENV: 'test' }).host, '127.0.0.1');
+  t.is(loadConfig({ ...base, HOST: '0.0.0.0' }).host, '0.0.0.0');
+  t.is(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), HOST: '10.0.0.5' }).host, '10.0.0.5');
+});
+
+test('without JWT_SECRET: a random secret generated once in DATA_DIR (mode 0600) and reused', (t) => {
+  const dataDir = tempDir();
+  const first = loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir }).jwt.secret;
+  const file = path.join(dataDir, 'jwt-secret');
+  t.is(fs.statSync(file).mode & 0o777, 0o600);
+  t.regex(first, /^[A-Za-z0-9_-]{64}$/);
+  t.is(fs.readFileSync(file, 'utf8').trim(), first);
+  t.is(loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir }).jwt.secret, first, 'reused on restart');
+  t.not(
+    loadConfig({ NODE_ENV: 'development', DATA_DIR: tempDir() }).jwt.secret,
+    first,
+    'random per DATA_DIR',
+  );
+  t.is(
+    loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir, JWT_SECRET: 'z'.repeat(32) }).jwt.secret,
+    'z'.repeat(32),
+    'JWT_SECRET wins',
+  );
+});
+
+test('a secret file other users can read, or a truncated one, stops the start naming JWT_SECRET', (t) => {
+  const dataDir = tempDir();
+  const file = path.join(dataDir, 'jwt-secret');
+  fs.writeFileSync(file, 'a'.repeat(64), { mode: 0o644 });
+  fs.chmodSync(file, 0o644);
+  const err = configError(t, { NODE_ENV: 'development', DATA_DIR: dataDir });
+  t.is(err.variable, 'JWT_SECRET');
+  t.regex(err.message, /readable by other users \(mode 644\)/);
+  fs.writeFileSync(file, 'short', { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+  t.regex(configError(t, { NODE_ENV: 'development', DATA_DIR: dataDir }).message, /fewer than 32 characters/);
+});
+
+test('processes starting at once on one DATA_DIR agree on one secret', async (t) => {
+  const dataDir = tempDir();
+  const run = () =>
+    promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        'import("./lib/config.ts").then((m) => process.stdout.write(m.loadConfig().jwt.secret))',
+      ],
+      { env: { PATH: process.env.PATH, NODE_ENV: 'development', DATA_DIR: dataDir }, timeout: 30_000 },
+    );
+  const outputs = await Promise.all(Array.from({ length: 4 }, run));
+  const secrets = new Set(outputs.map((o) => o.stdout));
+  t.is(secrets.size, 1);
+  t.is([...secrets][0], fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8').trim());
+  t.deepEqual(fs.readdirSync(dataDir), ['jwt-secret'], 'no temporary file left behind');
 });
 
 test('an empty variable means unset: the default applies', (t) => {
-  const config = loadConfig({ ...base, PORT: '', DATA_DIR: '', DATABASE_URL: '' });
+  const config = loadConfig({
+    ...base,
+    PORT: '',
+    DATA_DIR: '',
+    DATABASE_URL: '',
+    JWT_SECRET: 'y'.repeat(40),
+  });
   t.is(config.port, 8080);
   t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
 });
 
 test('bcrypt cost below 10 is only allowed in tests', (t) => {
-  t.is(loadConfig({ NODE_ENV: 'test', BCRYPT_COST: '4' }).bcryptCost, 4);
+  t.is(loadConfig({ ...base, NODE_ENV: 'test', BCRYPT_COST: '4' }).bcryptCost, 4);
 });
 
 test('a bad value stops the server process with one line naming the variable', async (t) => {

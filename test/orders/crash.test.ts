@@ -86,7 +86,7 @@ test('SIGKILL mid-load, restart: stock conserved, answered orders exist, each Or
       created_at: now,
       updated_at: now,
     });
-    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role }) };
+    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 }) };
   };
   const sellers = [await member('SELLER', 1), await member('SELLER', 2)];
   const buyers = await Promise.all(Array.from({ length: 8 }, (_, i) => member('BUYER', i)));

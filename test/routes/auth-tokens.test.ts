@@ -27,19 +27,26 @@ function accessToken(
     algorithm?: jwt.Algorithm;
     issuer?: string;
     audience?: string;
-    expiresIn?: number;
+    /** null: no `exp` claim at all. */
+    expiresIn?: number | null;
+    noTimestamp?: boolean;
     payload?: object;
     sub?: string;
   } = {},
 ): string {
   const { jwt: cfg } = app.config;
-  return jwt.sign({ typ: 'access', role: 'BUYER', ...options.payload }, options.secret ?? cfg.secret, {
-    algorithm: options.algorithm ?? cfg.algorithm,
-    issuer: options.issuer ?? cfg.issuer,
-    audience: options.audience ?? cfg.audience,
-    expiresIn: options.expiresIn ?? 3600,
-    subject: options.sub ?? String(buyer.id),
-  });
+  return jwt.sign(
+    { typ: 'access', role: 'BUYER', ver: 0, ...options.payload },
+    options.secret ?? cfg.secret,
+    {
+      algorithm: options.algorithm ?? cfg.algorithm,
+      issuer: options.issuer ?? cfg.issuer,
+      audience: options.audience ?? cfg.audience,
+      ...(options.expiresIn === null ? {} : { expiresIn: options.expiresIn ?? 3600 }),
+      noTimestamp: options.noTimestamp ?? false,
+      subject: options.sub ?? String(buyer.id),
+    },
+  );
 }
 
 const me = (token: string) => app.request('GET', '/api/v1/members/me', { token });
@@ -61,6 +68,23 @@ test('a correctly signed access token is accepted (control for the attacks below
 
 test('expired access token: 401 TOKEN_EXPIRED', async (t) => {
   assertError(t, await me(accessToken({ expiresIn: -10 })), 401, 'TOKEN_EXPIRED', '/api/v1/members/me');
+});
+
+test('a correctly signed access token without exp (never expiring) or without iat: 401 INVALID_TOKEN', async (t) => {
+  const noExp = accessToken({ expiresIn: null });
+  t.is(JSON.parse(Buffer.from(noExp.split('.')[1], 'base64url').toString()).exp, undefined);
+  assertError(t, await me(noExp), 401, 'INVALID_TOKEN', '/api/v1/members/me');
+  const noIat = accessToken({ noTimestamp: true });
+  t.is(JSON.parse(Buffer.from(noIat.split('.')[1], 'base64url').toString()).iat, undefined);
+  assertError(t, await me(noIat), 401, 'INVALID_TOKEN', '/api/v1/members/me');
+  const both = accessToken({ expiresIn: null, noTimestamp: true });
+  assertError(t, await me(both), 401, 'INVALID_TOKEN', '/api/v1/members/me');
+});
+
+test('an access token without its token version (ver), or with a malformed one: 401 INVALID_TOKEN', async (t) => {
+  for (const ver of [undefined, '0', -1, 1.5]) {
+    assertError(t, await me(accessToken({ payload: { ver } })), 401, 'INVALID_TOKEN', '/api/v1/members/me');
+  }
 });
 
 test('tampered signature: 401 INVALID_TOKEN', async (t) => {

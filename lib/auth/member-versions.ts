@@ -1,0 +1,57 @@
+// Access tokens are stateless, so without this a password change or a role change would reach them only when
+// they expire (up to an hour). Every authenticated request compares the token's role and token version (the
+// `ver` claim) with the member's current ones, read through a short cache: a change takes effect within the
+// cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) everywhere, and at once in the process that made it.
+import type { Role } from '../config';
+import type { Db } from '../db';
+import { createCache } from '../cache';
+import { UnauthenticatedError } from '../errors';
+import type { AccessClaims, AuthMember } from './tokens';
+
+interface MemberState {
+  role: Role;
+  tokenVersion: number;
+  exists: boolean;
+}
+
+export function createMemberVersions(deps: { db: Db; ttlSeconds: number; maxEntries?: number }) {
+  const { db } = deps;
+  const cache = createCache<MemberState>(deps.ttlSeconds, { maxEntries: deps.maxEntries });
+
+  async function load(memberId: number): Promise<MemberState> {
+    const row = (await db('members').where('id', memberId).first('role', 'token_version')) as
+      { role: Role; token_version: number | string } | undefined;
+    // A deleted member is cached too, so a flood of its tokens costs one lookup per TTL.
+    return row
+      ? { role: row.role, tokenVersion: Number(row.token_version), exists: true }
+      : { role: 'BUYER', tokenVersion: -1, exists: false };
+  }
+
+  return {
+    /** The AccessCheck of the token service: the claims if they still hold, else 401 INVALID_TOKEN. */
+    async check(claims: AccessClaims): Promise<AuthMember> {
+      const state = await cache.getOrLoad(String(claims.id), () => load(claims.id));
+      if (!state.exists) {
+        throw new UnauthenticatedError('INVALID_TOKEN', 'The member of this token no longer exists');
+      }
+      if (state.tokenVersion !== claims.tokenVersion || state.role !== claims.role) {
+        throw new UnauthenticatedError(
+          'INVALID_TOKEN',
+          "Token is no longer valid: the member's password or role changed; refresh or log in again",
+        );
+      }
+      return { id: claims.id, role: claims.role };
+    },
+
+    /** Called after this process changed a member's password or role: its tokens stop working at once here. */
+    forget(memberId: number): void {
+      cache.del(String(memberId));
+    },
+
+    close(): void {
+      cache.close();
+    },
+  };
+}
+
+export type MemberVersions = ReturnType<typeof createMemberVersions>;
