@@ -6,6 +6,8 @@ import { createTokenService } from './auth/tokens';
 import { createAuthService } from './auth/auth-service';
 import { createLoginThrottle } from './auth/login-throttle';
 import { createRefreshTokenStore } from './auth/refresh-token-store';
+import { createRequestLimits } from './auth/request-limits';
+import { createRateLimits } from './limits/rate-limits';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createEventBus } from './events';
@@ -48,8 +50,11 @@ export function createServices(deps: Deps) {
     stockWrites: createInventoryStockWrites(deps.db, inventory),
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
-  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle: createLoginThrottle() });
-  const members = createMemberService({ ...deps, refreshTokens });
+  const rateLimits = createRateLimits(deps);
+  const throttle = createLoginThrottle({ ...deps, rateLimits });
+  const requestLimits = createRequestLimits({ ...deps, rateLimits });
+  const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle, requestLimits });
+  const members = createMemberService({ ...deps, refreshTokens, throttle });
   const images = createImageService({ ...deps, events });
   return {
     events,
@@ -69,12 +74,13 @@ export function createServices(deps: Deps) {
     async start(): Promise<void> {
       await images.sweepStaleUploads();
       dispatcher.start();
+      rateLimits.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
       await inventory.stop();
       await dispatcher.stop();
-      auth.stop();
+      rateLimits.stop();
     },
   };
 }

@@ -11,6 +11,7 @@ import type { LoginInput, SignupInput } from './auth-schemas';
 import type { LoginThrottle } from './login-throttle';
 import { hashPassword, PASSWORD_MAX_BYTES, verifyPassword } from './passwords';
 import type { RefreshTokenStore } from './refresh-token-store';
+import type { RequestLimits } from './request-limits';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
 
 export interface TokenPair {
@@ -28,6 +29,7 @@ export interface AuthDeps {
   tokens: TokenService;
   refreshTokens: RefreshTokenStore;
   throttle: LoginThrottle;
+  requestLimits: RequestLimits;
 }
 
 const emailTaken = () =>
@@ -36,7 +38,7 @@ const invalidCredentials = () =>
   new UnauthenticatedError('INVALID_CREDENTIALS', 'E-mail or password is incorrect');
 
 export function createAuthService(deps: AuthDeps) {
-  const { db, config, tokens, refreshTokens, throttle } = deps;
+  const { db, config, tokens, refreshTokens, throttle, requestLimits } = deps;
   const log = deps.logger.child({ component: 'AuthService' });
   let dummyHash: Promise<string> | null = null;
   // A hash of a random password at the configured cost, compared against when the e-mail is unknown.
@@ -54,7 +56,8 @@ export function createAuthService(deps: AuthDeps) {
   }
 
   return {
-    async signup(input: SignupInput): Promise<MemberJson> {
+    async signup(input: SignupInput, clientAddress: string): Promise<MemberJson> {
+      await requestLimits.signup(clientAddress);
       const businessNumber = input.businessNumber?.trim() || null;
       if (input.role === 'SELLER' && !businessNumber) {
         throw new ValidationError(
@@ -96,7 +99,7 @@ export function createAuthService(deps: AuthDeps) {
     },
 
     async login(input: LoginInput, clientAddress: string): Promise<TokenPair> {
-      throttle.begin(input.email, clientAddress);
+      await throttle.begin(input.email, clientAddress);
       const member = await Member.query(db).findOne({ email: input.email });
       const matches = await verifyPassword(input.password, member?.passwordHash ?? (await timingHash()));
       // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
@@ -104,11 +107,12 @@ export function createAuthService(deps: AuthDeps) {
         log.info({ memberId: member?.id ?? null }, 'Login failed');
         throw invalidCredentials();
       }
-      throttle.succeeded(input.email, clientAddress);
+      await throttle.succeeded(input.email, clientAddress);
       return tokenPair(member, await refreshTokens.startFamily(member.id));
     },
 
-    async refresh(refreshToken: string): Promise<TokenPair> {
+    async refresh(refreshToken: string, clientAddress: string): Promise<TokenPair> {
+      await requestLimits.refresh(clientAddress);
       const { memberId, refreshToken: next } = await refreshTokens.rotate(refreshToken);
       // The role is read afresh, so a new access token always carries the member's current role.
       const member = await Member.query(db).findById(memberId);
@@ -118,10 +122,6 @@ export function createAuthService(deps: AuthDeps) {
 
     async logout(refreshToken: string): Promise<void> {
       await refreshTokens.revokeFamilyOf(refreshToken);
-    },
-
-    stop(): void {
-      throttle.close();
     },
   };
 }

@@ -5,6 +5,7 @@ import { UnauthenticatedError, ValidationError, type FieldError } from '../error
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
 import { hashPassword, verifyPassword } from '../auth/passwords';
+import type { LoginThrottle } from '../auth/login-throttle';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
 import { fetchPage, likeContains, pageEnvelope, type Page } from '../http/pagination';
 import { Member } from './member-model';
@@ -16,6 +17,7 @@ export interface MemberDeps {
   db: Db;
   logger: Logger;
   refreshTokens: RefreshTokenStore;
+  throttle: LoginThrottle;
 }
 
 interface MemberRow {
@@ -30,7 +32,7 @@ interface MemberRow {
 }
 
 export function createMemberService(deps: MemberDeps) {
-  const { db, config, refreshTokens } = deps;
+  const { db, config, refreshTokens, throttle } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
 
   /** The caller's member row; a valid token of a member that no longer exists is an invalid token. */
@@ -45,8 +47,12 @@ export function createMemberService(deps: MemberDeps) {
       return toMemberJson(await load(auth));
     },
 
-    /** Profile update; a password change needs the current password and ends every session (refresh family). */
-    async updateMe(auth: AuthMember, input: UpdateMeInput): Promise<MemberJson> {
+    /**
+     * Profile update; a password change needs the current password and ends every session (refresh family).
+     * The currentPassword check counts in the login throttle's buckets (this e-mail, this address), so a
+     * stolen access token is no unlimited password oracle.
+     */
+    async updateMe(auth: AuthMember, input: UpdateMeInput, clientAddress: string): Promise<MemberJson> {
       const member = await load(auth);
       const errors: FieldError[] = [];
       if (input.password !== undefined && !input.currentPassword) {
@@ -75,11 +81,13 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
+        await throttle.begin(member.email, clientAddress);
         if (!(await verifyPassword(input.currentPassword ?? '', member.passwordHash))) {
           throw new ValidationError('Invalid request body', [
             { field: 'currentPassword', message: 'currentPassword is incorrect' },
           ]);
         }
+        await throttle.succeeded(member.email, clientAddress);
         patch.passwordHash = await hashPassword(input.password, config.bcryptCost);
       }
       if (Object.keys(patch).length === 0) return toMemberJson(member);
