@@ -110,6 +110,9 @@ const envSchema = yup.object({
   SIGNUP_GLOBAL_LIMIT: rate().default('1000/3600'),
   REFRESH_ADDRESS_LIMIT: rate().default('300/60'),
   REFRESH_GLOBAL_LIMIT: rate().default('10000/60'),
+  UPLOAD_MAX_PIXELS: int(1, 1_000_000_000).default(40_000_000),
+  SELLER_MAX_PRODUCTS: int(1, 100_000_000).default(10_000),
+  SELLER_MAX_IMAGE_BYTES: int(1, 1_000_000_000_000_000).default(1024 * 1024 * 1024),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -145,6 +148,10 @@ export interface Config {
     signup: { address: RateLimit | null; global: RateLimit | null };
     refresh: { address: RateLimit | null; global: RateLimit | null };
   };
+  /** Decompression-bomb guard: width × height × frames of an uploaded image. */
+  uploadMaxPixels: number;
+  /** Per seller: live (not deleted) products, and bytes of stored images (deleted products' included). */
+  quotas: { productsPerSeller: number; imageBytesPerSeller: number };
 }
 
 export class ConfigError extends Error {
@@ -239,5 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signup: { address: parseRate(v.SIGNUP_ADDRESS_LIMIT), global: parseRate(v.SIGNUP_GLOBAL_LIMIT) },
       refresh: { address: parseRate(v.REFRESH_ADDRESS_LIMIT), global: parseRate(v.REFRESH_GLOBAL_LIMIT) },
     },
+    uploadMaxPixels: v.UPLOAD_MAX_PIXELS,
+    quotas: { productsPerSeller: v.SELLER_MAX_PRODUCTS, imageBytesPerSeller: v.SELLER_MAX_IMAGE_BYTES },
   };
 }

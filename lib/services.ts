@@ -14,6 +14,7 @@ import { createEventBus } from './events';
 import { createLifecycleService } from './lifecycle/lifecycle-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
+import { createSellerQuotas } from './products/seller-quotas';
 import { createImageService } from './images/image-service';
 import { createNotificationDispatcher } from './notifications/dispatcher';
 import { createNotificationService } from './notifications/notification-service';
@@ -43,11 +44,13 @@ export function createServices(deps: Deps) {
   });
   const lifecycle = createLifecycleService();
   const categories = createCategoryService(deps);
+  const quotas = createSellerQuotas(deps.config);
   const products = createProductService({
     ...deps,
     events,
     categories,
     stockWrites: createInventoryStockWrites(deps.db, inventory),
+    quotas,
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const rateLimits = createRateLimits(deps);
@@ -55,7 +58,7 @@ export function createServices(deps: Deps) {
   const requestLimits = createRequestLimits({ ...deps, rateLimits });
   const auth = createAuthService({ ...deps, tokens, refreshTokens, throttle, requestLimits });
   const members = createMemberService({ ...deps, refreshTokens, throttle });
-  const images = createImageService({ ...deps, events });
+  const images = createImageService({ ...deps, events, quotas });
   return {
     events,
     tokens,

@@ -15,6 +15,7 @@ import { productsJson, type ProductJson } from './product-json';
 import { decodeCursor, encodeCursor } from './cursor';
 import { applyCursor, applyFilters, applySort, parseSort, type ProductFilters } from './product-list';
 import { createStockWrites, type StockWrites } from './stock-writes';
+import type { SellerQuotas } from './seller-quotas';
 import type { CreateProductInput, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
@@ -39,6 +40,7 @@ export interface ProductServiceDeps {
   categories: CategoryService;
   /** Stock and deletion writes; the orders area may supply its inventory-actor version. */
   stockWrites?: StockWrites;
+  quotas: SellerQuotas;
 }
 
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
@@ -122,19 +124,23 @@ export function createProductService(deps: ProductServiceDeps) {
       await assertCategory(input.categoryId);
       const now = new Date();
       const status = input.status === 'DRAFT' ? 'DRAFT' : input.stockQuantity > 0 ? 'ON_SALE' : 'SOLD_OUT';
-      const [productId] = await db('products').insert({
-        seller_id: seller.id,
-        category_id: input.categoryId,
-        name: input.name,
-        description: input.description ?? null,
-        price: centsToDecimal(toCents(input.price)),
-        stock_quantity: input.stockQuantity,
-        status,
-        sales_count: 0,
-        created_at: now,
-        updated_at: now,
+      const productId = await db.transaction(async (trx): Promise<number> => {
+        await deps.quotas.reserveProduct(trx, seller.id);
+        const [id] = await trx('products').insert({
+          seller_id: seller.id,
+          category_id: input.categoryId,
+          name: input.name,
+          description: input.description ?? null,
+          price: centsToDecimal(toCents(input.price)),
+          stock_quantity: input.stockQuantity,
+          status,
+          sales_count: 0,
+          created_at: now,
+          updated_at: now,
+        });
+        return Number(id);
       });
-      return changed(Number(productId));
+      return changed(productId);
     },
 
     /**

@@ -114,6 +114,8 @@ test('abuse limits: defaults, `<points>/<seconds>` values, `off`, and bad values
   t.deepEqual(set.trustProxy, { enabled: true, hops: 2 });
   t.deepEqual(set.limits.login.email, { points: 50, seconds: 3600 });
   t.is(set.limits.signup.global, null);
+  t.is(config.uploadMaxPixels, 40_000_000);
+  t.deepEqual(config.quotas, { productsPerSeller: 10_000, imageBytesPerSeller: 1024 * 1024 * 1024 });
   const cases: Array<[Record<string, string>, string]> = [
     [{ TRUST_PROXY: 'sometimes' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY_HOPS: '0' }, 'TRUST_PROXY_HOPS'],
@@ -122,6 +124,9 @@ test('abuse limits: defaults, `<points>/<seconds>` values, `off`, and bad values
     [{ LOGIN_ADDRESS_LIMIT: '0/900' }, 'LOGIN_ADDRESS_LIMIT'],
     [{ REFRESH_GLOBAL_LIMIT: '10/0' }, 'REFRESH_GLOBAL_LIMIT'],
     [{ SIGNUP_ADDRESS_LIMIT: '1.5/60' }, 'SIGNUP_ADDRESS_LIMIT'],
+    [{ UPLOAD_MAX_PIXELS: '0' }, 'UPLOAD_MAX_PIXELS'],
+    [{ SELLER_MAX_PRODUCTS: 'many' }, 'SELLER_MAX_PRODUCTS'],
+    [{ SELLER_MAX_IMAGE_BYTES: '1GB' }, 'SELLER_MAX_IMAGE_BYTES'],
   ];
   for (const [env, variable] of cases) {
     const err = configError(t, { ...base, ...env });
