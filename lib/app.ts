@@ -28,7 +28,9 @@ export function createApp(deps: Deps): AppBundle {
   const router = new Router();
   for (const group of routes) mountRoutes(router, group.prefix, group.routes, services.tokens);
 
-  const app = new Koa({ proxy: false });
+  // Behind TRUST_PROXY_HOPS proxies ctx.ip is the client's (X-Forwarded-For); otherwise the socket's.
+  const { trustProxy } = deps.config;
+  const app = new Koa({ proxy: trustProxy.enabled, maxIpsCount: trustProxy.enabled ? trustProxy.hops : 0 });
   app.silent = true; // errors are handled and logged by errorHandler
   app.use(requestIdAndAccessLog(deps.logger));
   app.use(securityHeaders());

@@ -45,6 +45,23 @@ const seedPassword = () =>
       return bytes >= 8 && bytes <= 72;
     });
 
+// A rate limit written `<points>/<seconds>` (`20/900`: 20 in 15 minutes), or `off`.
+export interface RateLimit {
+  points: number;
+  seconds: number;
+}
+const rate = () =>
+  yup.string().test('rate', '${path} must be <points>/<seconds> (e.g. 20/900) or off', (value) => {
+    if (value === undefined || value === 'off') return true;
+    const match = /^(\d{1,9})\/(\d{1,9})$/.exec(value);
+    return !!match && Number(match[1]) >= 1 && Number(match[2]) >= 1;
+  });
+const parseRate = (value: string): RateLimit | null => {
+  if (value === 'off') return null;
+  const [points, seconds] = value.split('/').map(Number);
+  return { points, seconds };
+};
+
 const envSchema = yup.object({
   NODE_ENV: yup.string().oneOf(['development', 'production', 'test']).default('development'),
   PORT: int(0, 65535).default(8080),
@@ -92,6 +109,21 @@ const envSchema = yup.object({
   BCRYPT_QUEUE_LIMIT: int(0, 10_000).default(32),
   AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
   PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
+  TRUST_PROXY: bool().default(false),
+  TRUST_PROXY_HOPS: int(1, 20).default(1),
+  LOGIN_FAILURE_LIMIT: rate()
+    .test('not-off', 'LOGIN_FAILURE_LIMIT cannot be off', (value) => value !== 'off')
+    .default('5/900'),
+  LOGIN_EMAIL_LIMIT: rate().default('20/900'),
+  LOGIN_ADDRESS_LIMIT: rate().default('100/900'),
+  LOGIN_GLOBAL_LIMIT: rate().default('5000/900'),
+  SIGNUP_ADDRESS_LIMIT: rate().default('30/3600'),
+  SIGNUP_GLOBAL_LIMIT: rate().default('1000/3600'),
+  REFRESH_ADDRESS_LIMIT: rate().default('300/60'),
+  REFRESH_GLOBAL_LIMIT: rate().default('10000/60'),
+  UPLOAD_MAX_PIXELS: int(1, 1_000_000_000).default(40_000_000),
+  SELLER_MAX_PRODUCTS: int(1, 100_000_000).default(10_000),
+  SELLER_MAX_IMAGE_BYTES: int(1, 1_000_000_000_000_000).default(1024 * 1024 * 1024),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -120,6 +152,23 @@ export interface Config {
   authMemberCacheSeconds: number;
   /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
   pruneIntervalSeconds: number;
+  /** Koa's `proxy` and `maxIpsCount`: whether X-Forwarded-For names the client, through how many proxies. */
+  trustProxy: { enabled: boolean; hops: number };
+  /** Shared (database) rate limits; null = off. Login limits count failures, the others every request. */
+  limits: {
+    login: {
+      failures: RateLimit;
+      email: RateLimit | null;
+      address: RateLimit | null;
+      global: RateLimit | null;
+    };
+    signup: { address: RateLimit | null; global: RateLimit | null };
+    refresh: { address: RateLimit | null; global: RateLimit | null };
+  };
+  /** Decompression-bomb guard: width × height × frames of an uploaded image. */
+  uploadMaxPixels: number;
+  /** Per seller: live (not deleted) products, and bytes of stored images (deleted products' included). */
+  quotas: { productsPerSeller: number; imageBytesPerSeller: number };
   /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
   dbTimeouts: DbTimeouts;
   http: HttpLimits;
@@ -253,5 +302,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bcrypt: { concurrency: v.BCRYPT_CONCURRENCY, queueLimit: v.BCRYPT_QUEUE_LIMIT },
     authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
     pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
+    trustProxy: { enabled: v.TRUST_PROXY, hops: v.TRUST_PROXY_HOPS },
+    limits: {
+      login: {
+        failures: parseRate(v.LOGIN_FAILURE_LIMIT)!,
+        email: parseRate(v.LOGIN_EMAIL_LIMIT),
+        address: parseRate(v.LOGIN_ADDRESS_LIMIT),
+        global: parseRate(v.LOGIN_GLOBAL_LIMIT),
+      },
+      signup: { address: parseRate(v.SIGNUP_ADDRESS_LIMIT), global: parseRate(v.SIGNUP_GLOBAL_LIMIT) },
+      refresh: { address: parseRate(v.REFRESH_ADDRESS_LIMIT), global: parseRate(v.REFRESH_GLOBAL_LIMIT) },
+    },
+    uploadMaxPixels: v.UPLOAD_MAX_PIXELS,
+    quotas: { productsPerSeller: v.SELLER_MAX_PRODUCTS, imageBytesPerSeller: v.SELLER_MAX_IMAGE_BYTES },
   };
 }

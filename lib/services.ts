@@ -9,12 +9,15 @@ import { createMemberVersions } from './auth/member-versions';
 import { createPasswordHasher } from './auth/password-hasher';
 import { createPruner } from './maintenance/pruner';
 import { createRefreshTokenStore } from './auth/refresh-token-store';
+import { createRequestLimits } from './auth/request-limits';
+import { createRateLimits } from './limits/rate-limits';
 import { createMemberService } from './members/member-service';
 import { createHealthService } from './health/health-service';
 import { createCatalogHooks, createEventBus } from './events';
 import { createOrderDiagramService } from './order-diagram/diagram-service';
 import { createCategoryService } from './categories/category-service';
 import { createProductService } from './products/product-service';
+import { createSellerQuotas } from './products/seller-quotas';
 import { createImageService } from './images/image-service';
 import { createNotificationDispatcher } from './notifications/dispatcher';
 import { createNotificationService } from './notifications/notification-service';
@@ -50,15 +53,20 @@ export function createServices(deps: Deps) {
   });
   const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService(deps);
+  const quotas = createSellerQuotas(deps.config);
   const products = createProductService({
     ...deps,
     events,
     categories,
     stockWrites: createInventoryStockWrites(deps.db, inventory),
+    quotas,
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
-  const auth = createAuthService({ ...deps, tokens, refreshTokens, hasher, throttle: createLoginThrottle() });
-  const members = createMemberService({ ...deps, refreshTokens, hasher, memberVersions });
+  const rateLimits = createRateLimits(deps);
+  const throttle = createLoginThrottle({ ...deps, rateLimits });
+  const requestLimits = createRequestLimits({ ...deps, rateLimits });
+  const auth = createAuthService({ ...deps, tokens, refreshTokens, hasher, throttle, requestLimits });
+  const members = createMemberService({ ...deps, refreshTokens, hasher, memberVersions, throttle });
   const pruner = createPruner({
     logger: deps.logger,
     intervalSeconds: deps.config.pruneIntervalSeconds,
@@ -67,7 +75,7 @@ export function createServices(deps: Deps) {
       { name: 'idempotencyKeys', prune: (now) => idempotency.prune(now) },
     ],
   });
-  const images = createImageService({ ...deps, events });
+  const images = createImageService({ ...deps, events, quotas });
   return {
     events,
     tokens,
@@ -89,12 +97,13 @@ export function createServices(deps: Deps) {
       await images.sweepStaleUploads();
       dispatcher.start();
       pruner.start();
+      rateLimits.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
       await inventory.stop();
       await dispatcher.stop();
-      auth.stop();
+      rateLimits.stop();
       await pruner.stop();
       memberVersions.close();
     },

@@ -22,11 +22,12 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
           [409, 'EMAIL_ALREADY_EXISTS'],
           413,
           415,
+          [429, 'TOO_MANY_REQUESTS: too many signups from this address or in total (Retry-After)'],
         ),
       },
       handler: async ({ body }, ctx) => {
         ctx.status = 201;
-        ctx.body = await services.auth.signup(body);
+        ctx.body = await services.auth.signup(body, ctx.ip);
       },
     }),
     defineRoute({
@@ -46,7 +47,7 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
           415,
           [
             429,
-            'TOO_MANY_REQUESTS after 5 failed logins for this e-mail and address in 15 minutes (Retry-After)',
+            'TOO_MANY_REQUESTS after 5 failed logins for this e-mail and address in 15 minutes, or a ceiling per e-mail, per address or in total (Retry-After)',
           ],
         ),
       },
@@ -70,10 +71,11 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
           [401, 'INVALID_TOKEN (unknown, used, revoked or not a refresh token), TOKEN_EXPIRED'],
           413,
           415,
+          [429, 'TOO_MANY_REQUESTS: too many refreshes from this address or in total (Retry-After)'],
         ),
       },
       handler: async ({ body }, ctx) => {
-        ctx.body = await services.auth.refresh(body.refreshToken);
+        ctx.body = await services.auth.refresh(body.refreshToken, ctx.ip);
       },
     }),
     defineRoute({

@@ -44,10 +44,14 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
       responses: {
         201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },
         ...errorResponses(
-          [400, 'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE, IMAGE_LIMIT_EXCEEDED'],
+          [
+            400,
+            'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE (also undecodable), IMAGE_LIMIT_EXCEEDED (also over the pixel cap)',
+          ],
           401,
           [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
           [404, 'Unknown or deleted product (NOT_FOUND)'],
+          [409, "IMAGE_QUOTA_EXCEEDED: the seller's stored images would exceed SELLER_MAX_IMAGE_BYTES"],
           [413, 'A file is over 10 MB (FILE_TOO_LARGE)'],
           [415, 'Not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)'],
         ),

@@ -36,10 +36,11 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
           401,
           413,
           415,
+          [429, 'TOO_MANY_REQUESTS: wrong currentPassword attempts share the login throttle (Retry-After)'],
         ),
       },
       handler: async ({ auth, body }, ctx) => {
-        ctx.body = await services.members.updateMe(auth, body);
+        ctx.body = await services.members.updateMe(auth, body, ctx.ip);
       },
     }),
     defineRoute({

@@ -96,7 +96,14 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       body: createProductBody,
       responses: {
         201: { description: 'The new product', schema: productSchema },
-        ...errorResponses([400, 'VALIDATION_ERROR (also an unknown categoryId)'], 401, 403, 413, 415),
+        ...errorResponses(
+          [400, 'VALIDATION_ERROR (also an unknown categoryId)'],
+          401,
+          403,
+          [409, 'PRODUCT_QUOTA_EXCEEDED: the seller has SELLER_MAX_PRODUCTS live products'],
+          413,
+          415,
+        ),
       },
       handler: async ({ body, auth }, ctx) => {
         ctx.status = 201;

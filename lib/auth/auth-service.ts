@@ -12,6 +12,7 @@ import type { LoginThrottle } from './login-throttle';
 import type { PasswordHasher } from './password-hasher';
 import { PASSWORD_MAX_BYTES } from './passwords';
 import type { RefreshTokenStore } from './refresh-token-store';
+import type { RequestLimits } from './request-limits';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
 
 export interface TokenPair {
@@ -30,6 +31,7 @@ export interface AuthDeps {
   refreshTokens: RefreshTokenStore;
   throttle: LoginThrottle;
   hasher: PasswordHasher;
+  requestLimits: RequestLimits;
 }
 
 const emailTaken = () =>
@@ -38,7 +40,7 @@ const invalidCredentials = () =>
   new UnauthenticatedError('INVALID_CREDENTIALS', 'E-mail or password is incorrect');
 
 export function createAuthService(deps: AuthDeps) {
-  const { db, tokens, refreshTokens, throttle, hasher } = deps;
+  const { db, tokens, refreshTokens, throttle, hasher, requestLimits } = deps;
   const log = deps.logger.child({ component: 'AuthService' });
   let dummyHash: Promise<string> | null = null;
   // A hash of a random password at the configured cost, compared against when the e-mail is unknown.
@@ -63,7 +65,8 @@ export function createAuthService(deps: AuthDeps) {
   }
 
   return {
-    async signup(input: SignupInput): Promise<MemberJson> {
+    async signup(input: SignupInput, clientAddress: string): Promise<MemberJson> {
+      await requestLimits.signup(clientAddress);
       const businessNumber = input.businessNumber?.trim() || null;
       if (input.role === 'SELLER' && !businessNumber) {
         throw new ValidationError(
@@ -105,7 +108,7 @@ export function createAuthService(deps: AuthDeps) {
     },
 
     async login(input: LoginInput, clientAddress: string): Promise<TokenPair> {
-      throttle.begin(input.email, clientAddress);
+      await throttle.begin(input.email, clientAddress);
       const member = await Member.query(db).findOne({ email: input.email });
       const matches = await hasher.verify(input.password, member?.passwordHash ?? (await timingHash()));
       // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
@@ -113,11 +116,12 @@ export function createAuthService(deps: AuthDeps) {
         log.info({ memberId: member?.id ?? null }, 'Login failed');
         throw invalidCredentials();
       }
-      throttle.succeeded(input.email, clientAddress);
+      await throttle.succeeded(input.email, clientAddress);
       return tokenPair(member, await refreshTokens.startFamily(member.id));
     },
 
-    async refresh(refreshToken: string): Promise<TokenPair> {
+    async refresh(refreshToken: string, clientAddress: string): Promise<TokenPair> {
+      await requestLimits.refresh(clientAddress);
       const { memberId, refreshToken: next } = await refreshTokens.rotate(refreshToken);
       // The role is read afresh, so a new access token always carries the member's current role.
       const member = await Member.query(db).findById(memberId);
@@ -127,10 +131,6 @@ export function createAuthService(deps: AuthDeps) {
 
     async logout(refreshToken: string): Promise<void> {
       await refreshTokens.revokeFamilyOf(refreshToken);
-    },
-
-    stop(): void {
-      throttle.close();
     },
   };
 }

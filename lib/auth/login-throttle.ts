@@ -1,60 +1,70 @@
-// Login throttling per (e-mail, client address), in memory (node-cache): after `maxFailures` failed
-// attempts within the window, further attempts get 429 with Retry-After until the window ends.
-// Attempts are counted when they START, so parallel guesses cannot slip past the limit while their
-// bcrypt compares are still running; a successful login clears the counter.
-import NodeCache from 'node-cache';
-import { TooManyRequestsError } from '../errors';
+// The login throttle, shared by every instance through the database (lib/limits/rate-limits.ts). Failed
+// password checks are counted per (e-mail, client address) and, as ceilings, per e-mail over all
+// addresses, per address over all e-mails (password spraying) and over everything. An attempt counts when
+// it STARTS, so parallel guesses cannot slip past a limit while their bcrypt compares run; a success
+// clears the (e-mail, address) counter and gives its point back to the ceilings, so they count failures.
+// PATCH /members/me's currentPassword check goes through the same buckets.
+import type { Config } from '../config';
+import { limitKey, type Limiter, type RateLimits } from '../limits/rate-limits';
 
-export interface LoginThrottleOptions {
-  maxFailures?: number;
-  windowSeconds?: number;
-  now?: () => number;
+export interface LoginThrottleDeps {
+  config: Config;
+  rateLimits: RateLimits;
 }
 
-interface Entry {
-  attempts: number;
-  resetAt: number;
+interface Bucket {
+  limiter: Limiter;
+  key: (email: string, address: string) => string;
+  message: string;
 }
 
-export function createLoginThrottle(options: LoginThrottleOptions = {}) {
-  const maxFailures = options.maxFailures ?? 5;
-  const windowSeconds = options.windowSeconds ?? 15 * 60;
-  const now = options.now ?? Date.now;
-  // useClones: false so an entry is updated in place and keeps its original expiry.
-  const cache = new NodeCache({ stdTTL: windowSeconds, checkperiod: 60, useClones: false });
-
-  const keyOf = (email: string, clientAddress: string) => `${email}\u0000${clientAddress}`;
+export function createLoginThrottle(deps: LoginThrottleDeps) {
+  const { login } = deps.config.limits;
+  const make = deps.rateLimits.limiter;
+  const pair: Bucket = {
+    limiter: make('login_pair', login.failures)!,
+    key: (email, address) => limitKey(email, address),
+    message: 'Too many failed logins for this account from this address',
+  };
+  const ceilings: Bucket[] = [
+    {
+      limiter: make('login_email', login.email),
+      key: (email: string) => limitKey(email),
+      message: 'Too many failed logins for this account',
+    },
+    {
+      limiter: make('login_address', login.address),
+      key: (_email: string, address: string) => limitKey(address),
+      message: 'Too many failed logins from this address',
+    },
+    {
+      limiter: make('login_global', login.global),
+      key: () => 'all',
+      message: 'Too many failed logins; the service is throttling logins',
+    },
+  ].filter((bucket): bucket is Bucket => bucket.limiter !== null);
+  const buckets = [pair, ...ceilings];
 
   return {
-    /** Counts an attempt, or throws 429 when the limit of failures in the window is reached. */
-    begin(email: string, clientAddress: string): void {
-      const key = keyOf(email, clientAddress);
-      const at = now();
-      let entry = cache.get<Entry>(key);
-      if (entry && entry.resetAt <= at) {
-        cache.del(key);
-        entry = undefined;
+    /** Counts an attempt in every bucket, or throws 429 when one is full (the others get their point back). */
+    async begin(email: string, address: string): Promise<void> {
+      const counted: Bucket[] = [];
+      try {
+        for (const bucket of buckets) {
+          await bucket.limiter.consume(bucket.key(email, address), bucket.message);
+          counted.push(bucket);
+        }
+      } catch (err) {
+        // A refused attempt never reaches the password check, so it is no failure for the other buckets.
+        await Promise.all(counted.map((b) => b.limiter.refund(b.key(email, address))));
+        throw err;
       }
-      if (entry && entry.attempts >= maxFailures) {
-        const retryAfter = Math.max(1, Math.ceil((entry.resetAt - at) / 1000));
-        throw new TooManyRequestsError(
-          `Too many failed logins; try again in ${retryAfter} seconds`,
-          retryAfter,
-        );
-      }
-      if (!entry) {
-        entry = { attempts: 0, resetAt: at + windowSeconds * 1000 };
-        cache.set(key, entry, windowSeconds);
-      }
-      entry.attempts += 1;
     },
 
-    succeeded(email: string, clientAddress: string): void {
-      cache.del(keyOf(email, clientAddress));
-    },
-
-    close(): void {
-      cache.close();
+    /** The password matched: this attempt was no failure. */
+    async succeeded(email: string, address: string): Promise<void> {
+      await pair.limiter.clear(pair.key(email, address));
+      await Promise.all(ceilings.map((b) => b.limiter.refund(b.key(email, address))));
     },
   };
 }

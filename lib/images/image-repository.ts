@@ -9,6 +9,7 @@ export interface NewImage {
   imageUrl: string;
   fileName: string;
   displayOrder: number;
+  byteSize: number;
   createdAt: Date;
 }
 
@@ -57,6 +58,7 @@ export function createImageRepository(db: Db) {
         image_url: image.imageUrl,
         file_name: image.fileName,
         display_order: image.displayOrder,
+        byte_size: image.byteSize,
         created_at: image.createdAt,
       });
     },

@@ -15,9 +15,11 @@ import type { EventBus } from '../events';
 import type { Logger } from '../logger';
 import type { ProductImage } from '../products/product-model';
 import { allowedExtension, contentTypeOf, EXTENSION_FORMATS, sniffFile, STORED_NAME } from './image-files';
+import { reencodeImage, type ProcessedImage } from './image-processing';
 import { MAX_IMAGES_PER_PRODUCT, uploadTmpRoot, type IncomingFile } from './image-upload';
 import { createImageRepository, type ProductOwnership } from './image-repository';
 import { createKeyedMutex } from './keyed-mutex';
+import type { SellerQuotas } from '../products/seller-quotas';
 
 export interface ImageJson {
   id: number;
@@ -36,13 +38,14 @@ export interface ImageServiceDeps {
   db: Db;
   logger: Logger;
   events: EventBus;
+  quotas: SellerQuotas;
 }
 
 export function toImageJson(image: ProductImage): ImageJson {
   return { id: image.id, imageUrl: image.imageUrl, displayOrder: image.displayOrder };
 }
 
-export function createImageService({ config, db, logger, events }: ImageServiceDeps) {
+export function createImageService({ config, db, logger, events, quotas }: ImageServiceDeps) {
   const log = logger.child({ component: 'ImageService' });
   const productsDir = path.join(config.uploadDir, 'products');
   const exclusive = createKeyedMutex<number>();
@@ -65,9 +68,13 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
     return (await repository.listImages(productId, trx)).map(toImageJson);
   }
 
-  /** Every file must carry an allowed extension and be, by its first bytes, the format that extension names. */
-  async function checkFiles(files: IncomingFile[]): Promise<string[]> {
-    const extensions: string[] = [];
+  /**
+   * Every file must carry an allowed extension, be, by its first bytes, the format that extension names,
+   * and decode as that format within the pixel cap; what is stored is its re-encoded copy (next to the
+   * upload in the request's temporary directory until the transaction moves it).
+   */
+  async function checkFiles(files: IncomingFile[]): Promise<Array<ProcessedImage & { ext: string }>> {
+    const accepted: Array<ProcessedImage & { ext: string }> = [];
     for (const file of files) {
       const ext = allowedExtension(file.originalName);
       if (!ext) {
@@ -83,9 +90,13 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
           `The content of "${path.basename(file.originalName)}" is not a ${ext} image`,
         );
       }
-      extensions.push(ext);
+      const processed = await reencodeImage(file.path, `${file.path}.clean`, format, {
+        maxPixels: config.uploadMaxPixels,
+        label: path.basename(file.originalName),
+      });
+      accepted.push({ ...processed, ext });
     }
-    return extensions;
+    return accepted;
   }
 
   async function removeQuietly(filePaths: string[]): Promise<void> {
@@ -132,11 +143,13 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
 
     /** Stores 1-5 parsed files for the product, all or nothing; returns all of the product's images. */
     async upload(productId: number, seller: AuthMember, files: IncomingFile[]): Promise<ImageJson[]> {
-      const extensions = await checkFiles(files);
+      const accepted = await checkFiles(files);
       const moved: string[] = [];
       const images = await exclusive(productId, async () => {
         try {
           return await db.transaction(async (trx) => {
+            // The seller first (the image-bytes quota), then the product: the same order for every upload.
+            await quotas.lockSeller(trx, seller.id);
             await lockOwnedProduct(trx, productId, seller);
             // A locking read on MySQL: the count is of committed rows, whatever this transaction's snapshot.
             const { count, maxOrder } = await repository.countImages(trx, productId);
@@ -146,13 +159,15 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
                 `A product has at most ${MAX_IMAGES_PER_PRODUCT} images (it has ${count}, ${files.length} sent)`,
               );
             }
+            const bytes = accepted.reduce((sum, image) => sum + image.bytes, 0);
+            await quotas.reserveImageBytes(trx, seller.id, bytes);
             await fs.mkdir(productDir(productId), { recursive: true });
             const now = new Date();
             let order = maxOrder;
-            for (const [index, file] of files.entries()) {
-              const storedName = `${crypto.randomUUID()}.${extensions[index]}`;
+            for (const image of accepted) {
+              const storedName = `${crypto.randomUUID()}.${image.ext}`;
               const target = path.join(productDir(productId), storedName);
-              await fs.rename(file.path, target);
+              await fs.rename(image.path, target);
               moved.push(target);
               order += 1;
               await repository.insertImage(trx, {
@@ -160,6 +175,7 @@ export function createImageService({ config, db, logger, events }: ImageServiceD
                 imageUrl: publicUrl(productId, storedName),
                 fileName: storedName,
                 displayOrder: order,
+                byteSize: image.bytes,
                 createdAt: now,
               });
             }

@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
 import type { MemberVersions } from '../auth/member-versions';
 import type { PasswordHasher } from '../auth/password-hasher';
+import type { LoginThrottle } from '../auth/login-throttle';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
 import { mapPage, type PageSlice } from '../query-helpers';
 import type { Member } from './member-model';
@@ -20,10 +21,11 @@ export interface MemberDeps {
   refreshTokens: RefreshTokenStore;
   hasher: PasswordHasher;
   memberVersions: MemberVersions;
+  throttle: LoginThrottle;
 }
 
 export function createMemberService(deps: MemberDeps) {
-  const { db, refreshTokens, hasher, memberVersions } = deps;
+  const { db, refreshTokens, hasher, memberVersions, throttle } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
   const repository = createMemberRepository(db);
 
@@ -39,8 +41,12 @@ export function createMemberService(deps: MemberDeps) {
       return toMemberJson(await load(auth));
     },
 
-    /** Profile update; a password change needs the current password and ends every session (refresh family). */
-    async updateMe(auth: AuthMember, input: UpdateMeInput): Promise<MemberJson> {
+    /**
+     * Profile update; a password change needs the current password and ends every session (refresh family).
+     * The currentPassword check counts in the login throttle's buckets (this e-mail, this address), so a
+     * stolen access token is no unlimited password oracle.
+     */
+    async updateMe(auth: AuthMember, input: UpdateMeInput, clientAddress: string): Promise<MemberJson> {
       const member = await load(auth);
       const errors: FieldError[] = [];
       if (input.password !== undefined && !input.currentPassword) {
@@ -69,11 +75,13 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
+        await throttle.begin(member.email, clientAddress);
         if (!(await hasher.verify(input.currentPassword ?? '', member.passwordHash))) {
           throw new ValidationError('Invalid request body', [
             { field: 'currentPassword', message: 'currentPassword is incorrect' },
           ]);
         }
+        await throttle.succeeded(member.email, clientAddress);
         patch.passwordHash = await hasher.hash(input.password);
       }
       if (Object.keys(patch).length === 0) return toMemberJson(member);

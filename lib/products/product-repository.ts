@@ -4,7 +4,7 @@
 // stock-writes.ts (they run inside the inventory actors).
 import type { Knex } from 'knex';
 import type { AuthMember } from '../auth/tokens';
-import { affectedRows, centsToDecimal, dialect, type Db } from '../db';
+import { affectedRows, centsToDecimal, dialect, type Db, type Trx } from '../db';
 import { countRows, fetchPage, type PageRequest, type PageSlice } from '../query-helpers';
 import { applyKeyword } from './keyword-index';
 import { Product, type ProductStatus } from './product-model';
@@ -132,8 +132,8 @@ export function createProductRepository(db: Db) {
     },
 
     /** Inserts a product row; returns its id. */
-    async insert(row: Record<string, unknown>): Promise<number> {
-      const [productId] = await db('products').insert(row);
+    async insert(row: Record<string, unknown>, trx?: Trx): Promise<number> {
+      const [productId] = await (trx ?? db)('products').insert(row);
       return Number(productId);
     },
 

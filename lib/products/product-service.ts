@@ -16,6 +16,7 @@ import { createProductRepository, parseSort, type ProductFilters } from './produ
 import type { StockWrites } from './stock-writes';
 import { sql, statusFollowingStockRaw } from './product-status-sql';
 import { statusFollowingStock } from '../../actors/product-status';
+import type { SellerQuotas } from './seller-quotas';
 import type { CreateProductInput, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
@@ -43,6 +44,7 @@ export interface ProductServiceDeps {
   categories: CategoryService;
   /** Stock and deletion writes, serialised with the orders by the inventory (lib/inventory). */
   stockWrites: StockWrites;
+  quotas: SellerQuotas;
 }
 
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
@@ -122,17 +124,23 @@ export function createProductService(deps: ProductServiceDeps) {
       await assertCategory(input.categoryId);
       const now = new Date();
       const status = statusFollowingStock(input.status, input.stockQuantity);
-      const productId = await repository.insert({
-        seller_id: seller.id,
-        category_id: input.categoryId,
-        name: input.name,
-        description: input.description ?? null,
-        price: centsToDecimal(toCents(input.price)),
-        stock_quantity: input.stockQuantity,
-        status,
-        sales_count: 0,
-        created_at: now,
-        updated_at: now,
+      const productId = await db.transaction(async (trx): Promise<number> => {
+        await deps.quotas.reserveProduct(trx, seller.id);
+        return repository.insert(
+          {
+            seller_id: seller.id,
+            category_id: input.categoryId,
+            name: input.name,
+            description: input.description ?? null,
+            price: centsToDecimal(toCents(input.price)),
+            stock_quantity: input.stockQuantity,
+            status,
+            sales_count: 0,
+            created_at: now,
+            updated_at: now,
+          },
+          trx,
+        );
       });
       return changed(productId);
     },

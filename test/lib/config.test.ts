@@ -169,3 +169,47 @@ test('a bad value stops the server process with one line naming the variable', a
   t.is(lines.length, 1, failure.stderr);
   t.regex(lines[0], /^Invalid configuration: PORT must be an integer$/);
 });
+
+test('abuse limits: defaults, `<points>/<seconds>` values, `off`, and bad values named', (t) => {
+  const config = loadConfig(base);
+  t.deepEqual(config.trustProxy, { enabled: false, hops: 1 });
+  t.deepEqual(config.limits, {
+    login: {
+      failures: { points: 5, seconds: 900 },
+      email: { points: 20, seconds: 900 },
+      address: { points: 100, seconds: 900 },
+      global: { points: 5000, seconds: 900 },
+    },
+    signup: { address: { points: 30, seconds: 3600 }, global: { points: 1000, seconds: 3600 } },
+    refresh: { address: { points: 300, seconds: 60 }, global: { points: 10000, seconds: 60 } },
+  });
+  const set = loadConfig({
+    ...base,
+    TRUST_PROXY: 'true',
+    TRUST_PROXY_HOPS: '2',
+    LOGIN_EMAIL_LIMIT: '50/3600',
+    SIGNUP_GLOBAL_LIMIT: 'off',
+  });
+  t.deepEqual(set.trustProxy, { enabled: true, hops: 2 });
+  t.deepEqual(set.limits.login.email, { points: 50, seconds: 3600 });
+  t.is(set.limits.signup.global, null);
+  t.is(config.uploadMaxPixels, 40_000_000);
+  t.deepEqual(config.quotas, { productsPerSeller: 10_000, imageBytesPerSeller: 1024 * 1024 * 1024 });
+  const cases: Array<[Record<string, string>, string]> = [
+    [{ TRUST_PROXY: 'sometimes' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY_HOPS: '0' }, 'TRUST_PROXY_HOPS'],
+    [{ LOGIN_FAILURE_LIMIT: 'off' }, 'LOGIN_FAILURE_LIMIT'],
+    [{ LOGIN_EMAIL_LIMIT: '20' }, 'LOGIN_EMAIL_LIMIT'],
+    [{ LOGIN_ADDRESS_LIMIT: '0/900' }, 'LOGIN_ADDRESS_LIMIT'],
+    [{ REFRESH_GLOBAL_LIMIT: '10/0' }, 'REFRESH_GLOBAL_LIMIT'],
+    [{ SIGNUP_ADDRESS_LIMIT: '1.5/60' }, 'SIGNUP_ADDRESS_LIMIT'],
+    [{ UPLOAD_MAX_PIXELS: '0' }, 'UPLOAD_MAX_PIXELS'],
+    [{ SELLER_MAX_PRODUCTS: 'many' }, 'SELLER_MAX_PRODUCTS'],
+    [{ SELLER_MAX_IMAGE_BYTES: '1GB' }, 'SELLER_MAX_IMAGE_BYTES'],
+  ];
+  for (const [env, variable] of cases) {
+    const err = configError(t, { ...base, ...env });
+    t.is(err.variable, variable, JSON.stringify(env));
+    t.true(err.message.includes(variable), err.message);
+  }
+});

@@ -1,49 +1,185 @@
-// The login throttle on its own (with a controllable clock), and login timing: an unknown e-mail costs
-// a bcrypt compare just like a wrong password, so response times do not reveal which accounts exist.
+// The login throttle in the shared database: its window, its ceilings (per e-mail, per address, in total),
+// two app instances on one database sharing every counter, a restart keeping them, TRUST_PROXY; and login
+// timing: an unknown e-mail costs a bcrypt compare just like a wrong password, so response times do not
+// reveal which accounts exist.
 import test from 'ava';
-import { createLoginThrottle } from '../../lib/auth/login-throttle';
-import { TooManyRequestsError } from '../../lib/errors';
-import { startTestApp } from '../helpers/harness';
+import { startTestApp, createTestDatabase, type TestApp } from '../helpers/harness';
+import { assertError } from '../helpers/assertions';
 import { createMember, uniq } from '../helpers/factories';
 
-test('throttle: 5 attempts pass, the 6th throws 429 with the seconds left in the window', (t) => {
-  let now = 1_000_000;
-  const throttle = createLoginThrottle({ now: () => now });
-  t.teardown(() => throttle.close());
-  for (let i = 0; i < 5; i++) t.notThrows(() => throttle.begin('a@example.test', '10.0.0.1'));
-  now += 60_000;
-  const err = t.throws(() => throttle.begin('a@example.test', '10.0.0.1'), {
-    instanceOf: TooManyRequestsError,
+const LOGIN = '/api/v1/auth/login';
+const PROXIED = { TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '1' };
+
+async function attempt(app: TestApp, email: string, password: string, from?: string) {
+  return app.request('POST', LOGIN, {
+    body: { email, password },
+    headers: from ? { 'X-Forwarded-For': from } : {},
   });
-  t.is(err!.status, 429);
-  t.is(err!.code, 'TOO_MANY_REQUESTS');
-  t.deepEqual(err!.details?.headers, { 'Retry-After': String(15 * 60 - 60) });
-  // Other keys are independent.
-  t.notThrows(() => throttle.begin('a@example.test', '10.0.0.2'));
-  t.notThrows(() => throttle.begin('b@example.test', '10.0.0.1'));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('the window: after the limit the answer is 429 until the window ends, then attempts count afresh', async (t) => {
+  const app = await startTestApp({ env: { LOGIN_FAILURE_LIMIT: '3/6' } });
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  // In parallel, so a loaded machine cannot stretch them past the 6 s window.
+  const failures = await Promise.all(
+    Array.from({ length: 3 }, () => attempt(app, member.email, 'Wrong-pass-1')),
+  );
+  for (const res of failures) assertError(t, res, 401, 'INVALID_CREDENTIALS', LOGIN);
+  const blocked = await attempt(app, member.email, member.password);
+  assertError(t, blocked, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  const retryAfter = Number(blocked.headers.get('retry-after'));
+  t.true(retryAfter >= 1 && retryAfter <= 6, String(retryAfter));
+  await sleep(retryAfter * 1000 + 100);
+  const ok = await attempt(app, member.email, member.password);
+  t.is(ok.status, 200, JSON.stringify(ok.body));
+  t.is(ok.body.tokenType, 'Bearer');
 });
 
-test('throttle: the window ends 15 minutes after the first failure, then attempts count afresh', (t) => {
-  let now = 5_000_000;
-  const throttle = createLoginThrottle({ now: () => now });
-  t.teardown(() => throttle.close());
-  for (let i = 0; i < 5; i++) throttle.begin('a@example.test', '10.0.0.1');
-  now += 15 * 60 * 1000 - 1;
-  const err = t.throws(() => throttle.begin('a@example.test', '10.0.0.1'), {
-    instanceOf: TooManyRequestsError,
+test('two instances on one database share the counter, and a restart keeps it', async (t) => {
+  const database = await createTestDatabase();
+  const a = await startTestApp({ database });
+  const b = await startTestApp({ database });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+    await database.drop();
   });
-  t.deepEqual(err!.details?.headers, { 'Retry-After': '1' });
-  now += 1;
-  for (let i = 0; i < 5; i++) t.notThrows(() => throttle.begin('a@example.test', '10.0.0.1'));
-  t.throws(() => throttle.begin('a@example.test', '10.0.0.1'), { instanceOf: TooManyRequestsError });
+  const member = await createMember(a);
+  // 5 failures spread over both instances: 3 on A, 2 on B.
+  for (const app of [a, b, a, b, a]) {
+    assertError(t, await attempt(app, member.email, 'Wrong-pass-1'), 401, 'INVALID_CREDENTIALS', LOGIN);
+  }
+  for (const app of [a, b]) {
+    const res = await attempt(app, member.email, member.password);
+    assertError(t, res, 429, 'TOO_MANY_REQUESTS', LOGIN);
+    t.true(Number(res.headers.get('retry-after')) > 890);
+  }
+  // Restart: a new instance on the same database still refuses.
+  await a.close();
+  const c = await startTestApp({ database });
+  t.teardown(() => c.close());
+  assertError(t, await attempt(c, member.email, member.password), 429, 'TOO_MANY_REQUESTS', LOGIN);
+  // The counters are rows of the shared table, not process memory.
+  const rows = await c.db('rate_limits').select('key', 'points');
+  t.true(rows.some((row: { points: number }) => Number(row.points) >= 5));
 });
 
-test('throttle: success clears the counter', (t) => {
-  const throttle = createLoginThrottle();
-  t.teardown(() => throttle.close());
-  for (let i = 0; i < 5; i++) throttle.begin('a@example.test', '10.0.0.1');
-  throttle.succeeded('a@example.test', '10.0.0.1');
-  for (let i = 0; i < 5; i++) t.notThrows(() => throttle.begin('a@example.test', '10.0.0.1'));
+test('parallel guesses over two instances cannot exceed the limit together', async (t) => {
+  const database = await createTestDatabase();
+  const a = await startTestApp({ database });
+  const b = await startTestApp({ database });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+    await database.drop();
+  });
+  const member = await createMember(a);
+  const results = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => attempt(i % 2 ? a : b, member.email, `Guess-${i}-pass`)),
+  );
+  t.deepEqual(
+    results.map((r) => r.status).sort(),
+    [401, 401, 401, 401, 401, 429, 429, 429, 429, 429, 429, 429],
+  );
+});
+
+test('per-e-mail ceiling over all addresses: a 4th address is refused; another e-mail is not', async (t) => {
+  const app = await startTestApp({ env: { ...PROXIED, LOGIN_EMAIL_LIMIT: '3/900' } });
+  t.teardown(() => app.close());
+  const victim = await createMember(app);
+  for (let i = 1; i <= 3; i++) {
+    assertError(
+      t,
+      await attempt(app, victim.email, 'Wrong-pass-1', `198.51.100.${i}`),
+      401,
+      'INVALID_CREDENTIALS',
+    );
+  }
+  const res = await attempt(app, victim.email, victim.password, '198.51.100.4');
+  assertError(t, res, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  t.is(res.body.message, 'Too many failed logins for this account');
+  t.true(Number(res.headers.get('retry-after')) > 890);
+  const other = await createMember(app);
+  t.is((await attempt(app, other.email, other.password, '198.51.100.4')).status, 200);
+});
+
+test('successful logins do not count against the ceilings (they count failures)', async (t) => {
+  const app = await startTestApp({
+    env: { ...PROXIED, LOGIN_EMAIL_LIMIT: '2/900', LOGIN_GLOBAL_LIMIT: '2/900' },
+  });
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  for (let i = 1; i <= 6; i++) {
+    const res = await attempt(app, member.email, member.password, `198.51.100.${i}`);
+    t.is(res.status, 200, JSON.stringify(res.body));
+  }
+});
+
+test('per-address ceiling over all e-mails bounds password spraying; another address is unaffected', async (t) => {
+  const app = await startTestApp({ env: { ...PROXIED, LOGIN_ADDRESS_LIMIT: '3/900' } });
+  t.teardown(() => app.close());
+  for (let i = 0; i < 3; i++) {
+    const res = await attempt(app, `sprayed-${uniq()}@example.test`, 'Summer2026!', '203.0.113.7');
+    assertError(t, res, 401, 'INVALID_CREDENTIALS', LOGIN);
+  }
+  const member = await createMember(app);
+  const refused = await attempt(app, member.email, member.password, '203.0.113.7');
+  assertError(t, refused, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  t.is(refused.body.message, 'Too many failed logins from this address');
+  t.is((await attempt(app, member.email, member.password, '203.0.113.8')).status, 200);
+});
+
+test('global ceiling: failures from many addresses on many e-mails are bounded', async (t) => {
+  const app = await startTestApp({ env: { ...PROXIED, LOGIN_GLOBAL_LIMIT: '4/900' } });
+  t.teardown(() => app.close());
+  for (let i = 1; i <= 4; i++) {
+    const res = await attempt(app, `nobody-${uniq()}@example.test`, 'Winter2026!', `192.0.2.${i}`);
+    assertError(t, res, 401, 'INVALID_CREDENTIALS', LOGIN);
+  }
+  const member = await createMember(app);
+  const refused = await attempt(app, member.email, member.password, '192.0.2.99');
+  assertError(t, refused, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  t.is(refused.body.message, 'Too many failed logins; the service is throttling logins');
+});
+
+test('TRUST_PROXY off (default): X-Forwarded-For is ignored, so it cannot dodge the throttle', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  for (let i = 1; i <= 5; i++) {
+    assertError(
+      t,
+      await attempt(app, member.email, 'Wrong-pass-1', `10.0.0.${i}`),
+      401,
+      'INVALID_CREDENTIALS',
+    );
+  }
+  assertError(
+    t,
+    await attempt(app, member.email, member.password, '10.0.0.77'),
+    429,
+    'TOO_MANY_REQUESTS',
+    LOGIN,
+  );
+});
+
+test('TRUST_PROXY with hops: the client is the address the trusted proxy appended, not a spoofed one', async (t) => {
+  const app = await startTestApp({ env: { TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '2' } });
+  t.teardown(() => app.close());
+  t.is(app.config.trustProxy.hops, 2);
+  const member = await createMember(app);
+  // Client 198.51.100.20 behind a CDN (10.1.1.1) and the balancer; each sends a different spoofed prefix.
+  for (let i = 1; i <= 5; i++) {
+    const res = await attempt(app, member.email, 'Wrong-pass-1', `6.6.6.${i}, 198.51.100.20, 10.1.1.1`);
+    assertError(t, res, 401, 'INVALID_CREDENTIALS', LOGIN);
+  }
+  const blocked = await attempt(app, member.email, member.password, '198.51.100.20, 10.1.1.1');
+  assertError(t, blocked, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  // Another client behind the same CDN is another bucket: nobody locks anybody out through the proxy.
+  t.is((await attempt(app, member.email, member.password, '198.51.100.21, 10.1.1.1')).status, 200);
 });
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -3,16 +3,38 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import sharp from 'sharp';
 import type { TestApp } from '../helpers/harness';
 
-/** Small files whose first bytes are a real JPEG / PNG / GIF signature, followed by random bytes. */
-export function imageBytes(kind: 'jpeg' | 'png' | 'gif', size = 2048): Buffer {
-  const head = {
-    jpeg: Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46]),
-    png: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    gif: Buffer.from('GIF89a', 'latin1'),
-  }[kind];
-  return Buffer.concat([head, crypto.randomBytes(Math.max(0, size - head.length))]);
+export type ImageKind = 'jpeg' | 'png' | 'gif';
+export const IMAGE_SIZE = { width: 6, height: 4 };
+
+/** A real, decodable 6x4 image of each format (made once). */
+const REAL_IMAGES: Record<ImageKind, Buffer> = Object.fromEntries(
+  await Promise.all(
+    (['jpeg', 'png', 'gif'] as const).map(async (kind) => [
+      kind,
+      await sharp({ create: { ...IMAGE_SIZE, channels: 3, background: '#3a7' } })
+        [kind]()
+        .toBuffer(),
+    ]),
+  ),
+) as Record<ImageKind, Buffer>;
+
+/**
+ * A real JPEG / PNG / GIF of exactly `size` bytes: a small decodable image followed by random bytes
+ * (decoders ignore what follows the end of the image; every call is unique). The service re-encodes it,
+ * so the stored file is the small image without the padding.
+ */
+export function imageBytes(kind: ImageKind, size = 2048): Buffer {
+  const image = REAL_IMAGES[kind];
+  return Buffer.concat([image, crypto.randomBytes(Math.max(0, size - image.length))]);
+}
+
+/** The format and dimensions of stored bytes, as a decoder sees them, and whether metadata survived. */
+export async function decoded(data: Buffer) {
+  const meta = await sharp(data).metadata();
+  return { format: meta.format, width: meta.width, height: meta.height, exif: meta.exif !== undefined };
 }
 
 export interface FormFile {

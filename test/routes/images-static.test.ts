@@ -22,6 +22,8 @@ test.before(async () => {
   const res = await upload(app, productId, seller.token, [{ name: 'a.png', data: png }]);
   if (res.status !== 201) throw new Error(`setup upload failed: ${res.status} ${res.text}`);
   imageUrl = res.body.images[0].imageUrl;
+  // What is served is what was stored: the re-encoded image, not the uploaded bytes.
+  png = fs.readFileSync(path.join(productDir(app, productId), path.basename(imageUrl)));
   // Files that exist on disk but must never be served: outside the product directory, or not a <uuid>.<ext> name.
   fs.writeFileSync(path.join(app.config.uploadDir, 'secret.txt'), SECRET);
   fs.writeFileSync(path.join(app.config.dataDir, 'secret.txt'), SECRET);

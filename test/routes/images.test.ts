@@ -4,6 +4,8 @@ import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import {
+  decoded,
+  IMAGE_SIZE,
   imageBytes,
   imageRows,
   productDir,
@@ -36,7 +38,7 @@ async function assertNothingStored(t: import('ava').ExecutionContext, productId:
 }
 
 test.serial(
-  'a jpg, a png and a gif are stored as <uuid>.<ext> files with rows, and served back byte-identical',
+  'a jpg, a png and a gif are stored re-encoded as <uuid>.<ext> files with rows, and served back as stored',
   async (t) => {
     const productId = await createProduct(app, seller.id);
     const jpg = imageBytes('jpeg');
@@ -76,9 +78,9 @@ test.serial(
     t.deepEqual(tmpFiles(app), []);
 
     const expected = [
-      { data: jpg, type: 'image/jpeg' },
-      { data: png, type: 'image/png' },
-      { data: gif, type: 'image/gif' },
+      { data: jpg, type: 'image/jpeg', format: 'jpeg' },
+      { data: png, type: 'image/png', format: 'png' },
+      { data: gif, type: 'image/gif', format: 'gif' },
     ];
     for (const [index, image] of images.entries()) {
       const served = await fetch(app.url + image.imageUrl);
@@ -86,7 +88,13 @@ test.serial(
       t.is(served.headers.get('content-type'), expected[index].type);
       t.is(served.headers.get('x-content-type-options'), 'nosniff');
       t.is(served.headers.get('cache-control'), 'public, max-age=31536000, immutable');
-      t.true(Buffer.from(await served.arrayBuffer()).equals(expected[index].data));
+      const bytes = Buffer.from(await served.arrayBuffer());
+      const stored = fs.readFileSync(path.join(productDir(app, productId), path.basename(image.imageUrl)));
+      t.true(bytes.equals(stored));
+      // Re-encoded: the same picture in the same format, without what followed it in the upload.
+      t.false(bytes.equals(expected[index].data));
+      t.true(bytes.length < expected[index].data.length);
+      t.deepEqual(await decoded(bytes), { format: expected[index].format, ...IMAGE_SIZE, exif: false });
     }
   },
 );
@@ -111,14 +119,16 @@ test.serial(
   },
 );
 
-test.serial('a file of exactly 10 MB is accepted', async (t) => {
+test.serial('a file of exactly 10 MB is accepted (and stored re-encoded)', async (t) => {
   const productId = await createProduct(app, seller.id);
   const res = await upload(app, productId, seller.token, [
     { name: 'big.png', data: imageBytes('png', 10 * 1024 * 1024) },
   ]);
   t.is(res.status, 201);
   const [name] = filesUnder(productDir(app, productId));
-  t.is(fs.statSync(path.join(productDir(app, productId), name)).size, 10 * 1024 * 1024);
+  const stored = fs.readFileSync(path.join(productDir(app, productId), name));
+  t.true(stored.length < 1024);
+  t.deepEqual(await decoded(stored), { format: 'png', ...IMAGE_SIZE, exif: false });
   t.deepEqual(tmpFiles(app), []);
 });
 

@@ -1,0 +1,90 @@
+// Rate limiters whose counters live in the shared database (rate-limiter-flexible's MySQL or SQLite store
+// on our knex pool, table `rate_limits` from migration 20261122000040), so a limit holds across any number
+// of instances and across restarts. Keys are hashed: bounded ASCII, and no e-mail or address at rest.
+import crypto from 'node:crypto';
+import { RateLimiterMySQL, RateLimiterRes, RateLimiterSQLite } from 'rate-limiter-flexible';
+import type { RateLimit } from '../config';
+import { dialect, type Db } from '../db';
+import { TooManyRequestsError } from '../errors';
+import type { Logger } from '../logger';
+
+const TABLE = 'rate_limits';
+const SWEEP_EVERY_MS = 5 * 60 * 1000;
+
+export interface Limiter {
+  /** Counts one point for `key`, or throws 429 (Retry-After = seconds until the window ends). */
+  consume(key: string, message: string): Promise<void>;
+  /** Gives one point back (an attempt that turned out not to count). */
+  refund(key: string): Promise<void>;
+  /** Forgets `key`'s counter. */
+  clear(key: string): Promise<void>;
+}
+
+export const limitKey = (...parts: string[]) =>
+  crypto.createHash('sha256').update(parts.join('\u0000')).digest('hex');
+
+export function retryAfterSeconds(msBeforeNext: number): number {
+  return Math.max(1, Math.ceil(msBeforeNext / 1000));
+}
+
+export function createRateLimits(deps: { db: Db; logger: Logger }) {
+  const { db } = deps;
+  const log = deps.logger.child({ component: 'RateLimits' });
+  const mysql = dialect.isMysql(db);
+  const dbName = mysql ? String((db.client.config.connection as { database: string }).database) : '';
+  let sweeper: NodeJS.Timeout | null = null;
+
+  function limiter(name: string, limit: RateLimit | null): Limiter | null {
+    if (!limit) return null;
+    const options = {
+      storeClient: db,
+      storeType: 'knex',
+      keyPrefix: name,
+      points: limit.points,
+      duration: limit.seconds,
+      tableName: TABLE,
+      tableCreated: true, // the migration made it
+      clearExpiredByTimeout: false, // sweep() below, one timer for the shared table
+    };
+    const store = mysql ? new RateLimiterMySQL({ ...options, dbName }) : new RateLimiterSQLite(options);
+    return {
+      async consume(key, message) {
+        try {
+          await store.consume(key, 1);
+        } catch (err) {
+          if (err instanceof RateLimiterRes) {
+            throw new TooManyRequestsError(message, retryAfterSeconds(err.msBeforeNext));
+          }
+          throw err;
+        }
+      },
+      async refund(key) {
+        await store.reward(key, 1);
+      },
+      async clear(key) {
+        await store.delete(key);
+      },
+    };
+  }
+
+  async function sweep(): Promise<number> {
+    return db(TABLE).where('expire', '<', Date.now()).delete();
+  }
+
+  return {
+    limiter,
+    sweep,
+    start(): void {
+      sweeper = setInterval(() => {
+        sweep().catch((err) => log.warn({ err }, 'Sweeping expired rate limit counters failed'));
+      }, SWEEP_EVERY_MS);
+      sweeper.unref();
+    },
+    stop(): void {
+      if (sweeper) clearInterval(sweeper);
+      sweeper = null;
+    },
+  };
+}
+
+export type RateLimits = ReturnType<typeof createRateLimits>;

@@ -1,0 +1,122 @@
+// Seller quotas: at most SELLER_MAX_PRODUCTS live products and SELLER_MAX_IMAGE_BYTES of stored (re-encoded)
+// images per seller; 409 beyond, enforced under concurrency (also over two instances on one database).
+import test from 'ava';
+import sharp from 'sharp';
+import { createTestDatabase, startTestApp } from '../helpers/harness';
+import { assertError } from '../helpers/assertions';
+import { createCategory, createMember, createProduct } from '../helpers/factories';
+import { filesUnder, imageBytes, productDir, upload } from './images-fixtures';
+
+const createBody = (categoryId: number, name: string) => ({
+  categoryId,
+  name,
+  price: 10,
+  stockQuantity: 3,
+});
+
+test('products: the quota allows SELLER_MAX_PRODUCTS live products; a deleted one frees its place', async (t) => {
+  const app = await startTestApp({ env: { SELLER_MAX_PRODUCTS: '2' } });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const categoryId = await createCategory(app);
+  const create = (name: string, token = seller.token) =>
+    app.request('POST', '/api/v1/products', { token, body: createBody(categoryId, name) });
+  const first = await create('One');
+  t.is(first.status, 201);
+  t.is((await create('Two')).status, 201);
+  const refused = await create('Three');
+  assertError(t, refused, 409, 'PRODUCT_QUOTA_EXCEEDED', '/api/v1/products');
+  t.is(refused.body.message, 'A seller may have at most 2 products (not counting deleted ones)');
+  t.is((await app.db('products').where('seller_id', seller.id)).length, 2);
+  // Another seller has a quota of their own.
+  const other = await createMember(app, 'SELLER');
+  t.is((await create('Theirs', other.token)).status, 201);
+  // Deleting one frees a place.
+  t.is(
+    (await app.request('DELETE', `/api/v1/products/${first.body.id}`, { token: seller.token })).status,
+    204,
+  );
+  const again = await create('Three again');
+  t.is(again.status, 201);
+  t.is(again.body.name, 'Three again');
+});
+
+test('products: 12 parallel creates over two instances on one database → exactly the quota of 5', async (t) => {
+  const database = await createTestDatabase();
+  const env = { SELLER_MAX_PRODUCTS: '5' };
+  const a = await startTestApp({ database, env });
+  const b = await startTestApp({ database, env });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+    await database.drop();
+  });
+  const seller = await createMember(a, 'SELLER');
+  const categoryId = await createCategory(a);
+  const results = await Promise.all(
+    Array.from({ length: 12 }, (_, i) =>
+      (i % 2 ? a : b).request('POST', '/api/v1/products', {
+        token: seller.token,
+        body: createBody(categoryId, `Racer ${i}`),
+      }),
+    ),
+  );
+  const statuses = results.map((r) => r.status).sort();
+  t.deepEqual(statuses, [201, 201, 201, 201, 201, 409, 409, 409, 409, 409, 409, 409]);
+  for (const res of results.filter((r) => r.status === 409)) t.is(res.body.code, 'PRODUCT_QUOTA_EXCEEDED');
+  t.is((await a.db('products').where('seller_id', seller.id)).length, 5);
+});
+
+/** The size the service stores for imageBytes('png'): the re-encoded 6x4 image. */
+const storedPngBytes = async () => (await sharp(imageBytes('png')).png().toBuffer()).length;
+
+test('image bytes: uploads beyond SELLER_MAX_IMAGE_BYTES (after re-encoding) are 409 and store nothing', async (t) => {
+  const size = await storedPngBytes();
+  const app = await startTestApp({ env: { SELLER_MAX_IMAGE_BYTES: String(2 * size + 1) } });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const [p1, p2] = [await createProduct(app, seller.id), await createProduct(app, seller.id)];
+  // 10 KB on the wire each, but only the re-encoded bytes count.
+  t.is(
+    (await upload(app, p1, seller.token, [{ name: 'a.png', data: imageBytes('png', 10_240) }])).status,
+    201,
+  );
+  t.is(
+    (await upload(app, p2, seller.token, [{ name: 'b.png', data: imageBytes('png', 10_240) }])).status,
+    201,
+  );
+  const rows = await app.db('product_images').select('byte_size');
+  t.deepEqual(
+    rows.map((row: { byte_size: number | string }) => Number(row.byte_size)),
+    [size, size],
+  );
+  const refused = await upload(app, p2, seller.token, [{ name: 'c.png', data: imageBytes('png') }]);
+  assertError(t, refused, 409, 'IMAGE_QUOTA_EXCEEDED', `/api/v1/products/${p2}/images`);
+  t.is(
+    refused.body.message,
+    `A seller's images may take at most ${2 * size + 1} bytes (${2 * size} used, ${size} sent after re-encoding)`,
+  );
+  t.is(filesUnder(productDir(app, p2)).length, 1);
+  // Deleting an image gives its bytes back.
+  const [image] = await app.db('product_images').where('product_id', p1);
+  t.is(
+    (await app.request('DELETE', `/api/v1/products/${p1}/images/${image.id}`, { token: seller.token }))
+      .status,
+    204,
+  );
+  t.is((await upload(app, p2, seller.token, [{ name: 'c.png', data: imageBytes('png') }])).status, 201);
+});
+
+test('image bytes: parallel uploads to different products of one seller never exceed the quota together', async (t) => {
+  const size = await storedPngBytes();
+  const app = await startTestApp({ env: { SELLER_MAX_IMAGE_BYTES: String(2 * size + 1) } });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const products = await Promise.all(Array.from({ length: 6 }, () => createProduct(app, seller.id)));
+  const results = await Promise.all(
+    products.map((id) => upload(app, id, seller.token, [{ name: 'x.png', data: imageBytes('png') }])),
+  );
+  t.deepEqual(results.map((r) => r.status).sort(), [201, 201, 409, 409, 409, 409]);
+  const [{ total }] = await app.db('product_images').sum({ total: 'byte_size' });
+  t.is(Number(total), 2 * size);
+});
