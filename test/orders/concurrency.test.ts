@@ -15,7 +15,12 @@ const apps: Record<'actor' | 'transactional', TestApp | undefined> = {
 test.before(async () => {
   if (DB_KIND !== 'mysql') return;
   apps.actor = await startTestApp({ env: { INVENTORY_MODE: 'actor', DB_POOL_MAX: '20' }, logLevel: 'error' });
-  apps.transactional = await startTestApp({ env: { INVENTORY_MODE: 'transactional', DB_POOL_MAX: '20' } });
+  // 200 transactions queue on one hot row (and for 20 connections): on a busy machine that takes longer
+  // than the 5 s default bounds, which would shed them as 503s; this test is about correctness, not load.
+  const patient = { DB_ACQUIRE_TIMEOUT_MS: '60000', DB_STATEMENT_TIMEOUT_MS: '60000' };
+  apps.transactional = await startTestApp({
+    env: { INVENTORY_MODE: 'transactional', DB_POOL_MAX: '20', ...patient },
+  });
 });
 test.after.always(async () => {
   await apps.actor?.close();
