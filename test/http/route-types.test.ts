@@ -14,7 +14,9 @@ import { id, strictObject } from '../../lib/http/validate';
 import { createLogger } from '../../lib/logger';
 import { request, testConfig } from '../helpers/harness';
 
-const tokens = createTokenService(testConfig().jwt);
+// No member table here: every verified token's claims are taken as they are (the version check is tested in
+// test/routes/auth-member-version.test.ts).
+const tokens = createTokenService(testConfig().jwt, async ({ id, role }) => ({ id, role }));
 const seen: unknown[] = [];
 
 const routes = [

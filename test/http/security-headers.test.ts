@@ -71,7 +71,8 @@ test('nosniff on every kind of response', async (t) => {
   const image = await fetch(app.url + imageUrl);
   t.is(image.status, 200);
   t.is(image.headers.get('content-type'), 'image/png');
-  t.deepEqual(Buffer.from(await image.arrayBuffer()), PNG);
+  // Uploads are re-encoded (lib/images/image-processing.ts): the bytes differ, the format stays.
+  t.deepEqual(Buffer.from(await image.arrayBuffer()).subarray(0, 8), PNG.subarray(0, 8));
   t.is(image.headers.get('x-content-type-options'), 'nosniff', 'an image');
 
   const noImage = await app.request('GET', '/uploads/products/1/not-a-file.png');

@@ -115,12 +115,19 @@ test('PATCH /members/me: a right currentPassword clears the counter, like a succ
   const app = await startTestApp();
   t.teardown(() => app.close());
   const member = await createMember(app);
+  let token = member.token;
   const patch = (currentPassword: string, password: string) =>
-    app.request('PATCH', '/api/v1/members/me', { token: member.token, body: { password, currentPassword } });
+    app.request('PATCH', '/api/v1/members/me', { token, body: { password, currentPassword } });
   for (let i = 0; i < 4; i++) t.is((await patch('Wrong-pass-1', 'New-password-1')).status, 400);
   const changed = await patch(member.password, 'New-password-1');
   t.is(changed.status, 200, JSON.stringify(changed.body));
   t.is(changed.body.id, member.id);
+  // A password change ends the member's access tokens (token version): log in again with the new password.
+  const login = await app.request('POST', '/api/v1/auth/login', {
+    body: { email: member.email, password: 'New-password-1' },
+  });
+  t.is(login.status, 200, JSON.stringify(login.body));
+  token = login.body.accessToken;
   for (let i = 0; i < 5; i++) t.is((await patch('Wrong-pass-1', 'New-password-2')).status, 400);
   assertError(t, await patch('New-password-1', 'New-password-2'), 429, 'TOO_MANY_REQUESTS');
 });
