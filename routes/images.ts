@@ -5,7 +5,8 @@ import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import { validate } from '../lib/http/validate';
 import {
   binaryFileSchema,
-  imageListSchema,
+  IMAGE_UPLOAD_SCHEMA,
+  imageListShape,
   productImageParams,
   productImagesParams,
   uploadedFileParams,
@@ -35,22 +36,11 @@ export function imageRoutes(services: Services): RouteDef[] {
       auth: ['SELLER'],
       params: productImagesParams,
       requestContentType: 'multipart/form-data',
-      requestSchema: {
-        type: 'object',
-        required: ['images'],
-        properties: {
-          images: {
-            type: 'array',
-            minItems: 1,
-            maxItems: 5,
-            items: { type: 'string', format: 'binary' },
-            description: 'jpg, jpeg, png or gif files, 10 MB each',
-          },
-        },
-      },
+      requestSchema: IMAGE_UPLOAD_SCHEMA,
+      requestEncoding: { images: { contentType: 'image/jpeg, image/png, image/gif' } },
       before: [ownerFirst, createImageUploadParser(services.images.uploadDir)],
       responses: {
-        201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },
+        201: { description: "All of the product's images, by displayOrder then id", schema: imageListShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE, IMAGE_LIMIT_EXCEEDED'],
           401,

@@ -1,5 +1,5 @@
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
+import { notificationListQuery, notificationPageShape } from '../lib/notifications/notification-schemas';
 import type { Services } from '../lib/services';
 
 export function notificationRoutes(services: Services): RouteDef[] {
@@ -13,7 +13,7 @@ export function notificationRoutes(services: Services): RouteDef[] {
       auth: 'any',
       query: notificationListQuery,
       responses: {
-        200: { description: 'A page of notifications', schema: notificationPageSchema },
+        200: { description: 'A page of notifications', schema: notificationPageShape },
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {

@@ -2,11 +2,12 @@ import { strictObject } from '../lib/http/validate';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import {
   createOrderBody,
-  createOrderResponseSchema,
+  IDEMPOTENCY_KEY_PATTERN,
   orderIdParams,
   orderListQuery,
-  orderPageSchema,
-  orderSchema,
+  orderPageShape,
+  orderShape,
+  placedOrdersShape,
   statusUpdateBody,
 } from '../lib/orders/order-schemas';
 import type { OrderStatus } from '../actors/order-lifecycle-machine';
@@ -26,13 +27,23 @@ export function orderRoutes(services: Services): RouteDef[] {
         {
           name: 'Idempotency-Key',
           description:
-            'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
+            'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key. Present but empty is 400.',
+          // The same pattern the service checks, written with printable characters.
+          schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN.source.replace('\\x21-\\x7e', '!-~') },
+          example: 'checkout-7f3a9c2e',
         },
       ],
       responses: {
         201: {
           description: 'The created orders (a replay of the first response for a repeated Idempotency-Key)',
-          schema: createOrderResponseSchema,
+          schema: placedOrdersShape,
+          headers: {
+            'Idempotent-Replayed': {
+              description: '`true` when this is the stored first response of a repeated Idempotency-Key',
+              required: false,
+              schema: { type: 'string', enum: ['true'] },
+            },
+          },
         },
         ...errorResponses(
           [
@@ -47,6 +58,10 @@ export function orderRoutes(services: Services): RouteDef[] {
             'INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED',
           ],
           415,
+          [
+            503,
+            'SERVICE_UNAVAILABLE: the product is contended right now, or the first request with this Idempotency-Key is still running; retry after Retry-After seconds',
+          ],
         ),
       },
       handler: async ({ body, auth }, ctx) => {
@@ -66,7 +81,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       auth: 'any',
       query: orderListQuery,
       responses: {
-        200: { description: 'A page of orders', schema: orderPageSchema },
+        200: { description: 'A page of orders', schema: orderPageShape },
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -81,7 +96,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       auth: 'any',
       params: orderIdParams,
       responses: {
-        200: { description: 'The order', schema: orderSchema },
+        200: { description: 'The order', schema: orderShape },
         ...errorResponses(400, 401, 403, 404),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -98,7 +113,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       // No body is needed; if one is sent it must be an empty JSON object (request schemas are strict).
       body: strictObject({}),
       responses: {
-        200: { description: 'The cancelled order', schema: orderSchema },
+        200: { description: 'The cancelled order', schema: orderShape },
         ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -113,7 +128,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       auth: ['SELLER'],
       query: orderListQuery,
       responses: {
-        200: { description: 'A page of orders', schema: orderPageSchema },
+        200: { description: 'A page of orders', schema: orderPageShape },
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -129,7 +144,7 @@ export function orderRoutes(services: Services): RouteDef[] {
       params: orderIdParams,
       body: statusUpdateBody,
       responses: {
-        200: { description: 'The updated order', schema: orderSchema },
+        200: { description: 'The updated order', schema: orderShape },
         ...errorResponses(
           400,
           401,

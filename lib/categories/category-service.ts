@@ -7,17 +7,12 @@ import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache } from '../cache';
 import { ConflictError, ValidationError } from '../errors';
 import { representation, type Representation } from '../http/etag';
-import type { CreateCategoryInput } from './category-schemas';
+import type { CategoryJson, CreateCategoryInput } from './category-schemas';
 
 export const CATEGORY_CACHE_TTL_SECONDS = 3600;
 const LIST_KEY = 'all';
 
-export interface CategoryJson {
-  id: number;
-  name: string;
-  parentId: number | null;
-  displayOrder: number;
-}
+export type { CategoryJson };
 
 interface CategoryRow {
   id: number;

@@ -1,9 +1,8 @@
 import type { Deps } from '../services';
 
-export interface ReadyReport {
-  status: 'UP' | 'DOWN';
-  checks: { database: 'UP' | 'DOWN'; migrations: 'UP' | 'PENDING' | 'UNKNOWN' };
-}
+import type { Readiness } from './health-schemas';
+
+export type ReadyReport = Readiness;
 
 export function createHealthService({ db }: Pick<Deps, 'db'>) {
   let migrationsApplied = false; // once applied they stay applied while this process runs

@@ -1,18 +1,11 @@
 // The one error handler. Maps the AppError family (and the few framework errors with a status, such as
 // body-parser failures) to API.md's error body; everything else is a logged, generic 500.
 import type { Context, Middleware } from 'koa';
-import { AppError, type FieldError } from '../errors';
+import { AppError } from '../errors';
 import type { Logger } from '../logger';
+import type { ErrorBody } from './error-body';
 
-export interface ErrorBody {
-  status: number;
-  code: string;
-  message: string;
-  errors?: FieldError[];
-  path: string;
-  timestamp: string;
-  requestId: string;
-}
+export type { ErrorBody };
 
 interface HttpishError {
   code?: string;

@@ -31,6 +31,7 @@ function cacheControl(policy: CachePolicy): string {
 export const IF_NONE_MATCH_HEADER = {
   name: 'If-None-Match',
   description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
+  example: '"3q2-7w8PdL0H6mqj9sC8dVv0Yyo"',
 };
 
 /** The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation). */
@@ -38,9 +39,10 @@ export function cachingResponseHeaders(cacheControlDescription: string) {
   return {
     ETag: {
       description: 'Strong validator of the JSON body; send it back in If-None-Match',
+      required: true,
       schema: { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' },
     },
-    'Cache-Control': { description: cacheControlDescription, schema: { type: 'string' } },
+    'Cache-Control': { description: cacheControlDescription, required: true, schema: { type: 'string' } },
   };
 }
 

@@ -2,7 +2,6 @@
 // the page envelope `{ content, page, size, totalElements, totalPages, hasNext }`, its JSON Schema for
 // the OpenAPI document, and a knex helper that counts and fetches one page.
 import type { Knex } from 'knex';
-import type { JsonSchema } from './route';
 import { integer } from './validate';
 
 export const DEFAULT_PAGE_SIZE = 20;
@@ -31,12 +30,14 @@ export function pageQueryFields() {
     page: queryInteger()
       .typeError('page must be an integer >= 0')
       .min(0, 'page must be an integer >= 0')
-      .default(0),
+      .default(0)
+      .meta({ description: 'The page to return, from 0' }),
     size: queryInteger()
       .typeError(`size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
       .min(1, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
       .max(MAX_PAGE_SIZE, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
-      .default(DEFAULT_PAGE_SIZE),
+      .default(DEFAULT_PAGE_SIZE)
+      .meta({ description: `Items per page, 1-${MAX_PAGE_SIZE}` }),
   };
 }
 
@@ -51,23 +52,6 @@ export function pageEnvelope<T>(content: T[], request: PageRequest, totalElement
   };
 }
 
-/** JSON Schema of a page whose `content` items follow `itemSchema`. */
-export function pageEnvelopeSchema(itemSchema: JsonSchema): JsonSchema {
-  return {
-    type: 'object',
-    required: ['content', 'page', 'size', 'totalElements', 'totalPages', 'hasNext'],
-    properties: {
-      content: { type: 'array', items: itemSchema },
-      page: { type: 'integer', minimum: 0 },
-      size: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
-      totalElements: { type: 'integer', minimum: 0 },
-      totalPages: { type: 'integer', minimum: 0 },
-      hasNext: { type: 'boolean' },
-    },
-  };
-}
-
-/** OpenAPI descriptions of the two query parameters, for routes that document them by hand. */
 /**
  * Counts the rows of `query` and fetches one page of them. `query` carries the filters and the ORDER BY
  * (a total order, e.g. ending in the id, so pages never overlap); the count ignores the order and selection.

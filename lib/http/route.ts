@@ -7,6 +7,7 @@ import type * as yup from 'yup';
 import type { Role } from '../config';
 import type { AuthMember, TokenService } from '../auth/tokens';
 import { ForbiddenError, UnsupportedMediaTypeError, UnauthenticatedError } from '../errors';
+import { errorShape } from './error-body';
 import { validate } from './validate';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -16,10 +17,14 @@ export type JsonSchema = Record<string, unknown>;
 
 export interface ResponseDoc {
   description: string;
-  schema?: JsonSchema;
+  /** The body: a response shape (yup; its named components are emitted once), or JSON Schema for non-JSON bodies. */
+  schema?: yup.ISchema<unknown> | JsonSchema;
   contentType?: string;
-  /** Response headers worth documenting (e.g. ETag, Cache-Control); X-Request-Id is always there. */
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  /**
+   * Response headers worth documenting (e.g. ETag, Cache-Control); X-Request-Id is always there. `required`:
+   * sent on every response of this status (the contract test holds the service to it).
+   */
+  headers?: Record<string, { description: string; required?: boolean; schema: JsonSchema }>;
 }
 
 type AnyObjectSchema = yup.ObjectSchema<yup.AnyObject>;
@@ -51,8 +56,16 @@ export interface RouteDef<
   requestContentType?: 'multipart/form-data';
   /** JSON Schema of a non-JSON request body (e.g. the multipart fields), for the OpenAPI document. */
   requestSchema?: JsonSchema;
+  /** OpenAPI `encoding` of a multipart body's fields (e.g. which file types a field takes). */
+  requestEncoding?: Record<string, { contentType: string }>;
   /** Extra request headers worth documenting (e.g. Idempotency-Key). */
-  headers?: Array<{ name: string; description: string; required?: boolean }>;
+  headers?: Array<{
+    name: string;
+    description: string;
+    required?: boolean;
+    schema?: JsonSchema;
+    example?: unknown;
+  }>;
   responses: Record<number, ResponseDoc>;
   /** Middleware run after authentication and before validation (e.g. the multipart parser). */
   before?: Middleware[];
@@ -124,28 +137,6 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
   }
 }
 
-/** JSON Schema of API.md's error body (every 4xx/5xx response). */
-export const ERROR_SCHEMA: JsonSchema = {
-  type: 'object',
-  required: ['status', 'code', 'message', 'path', 'timestamp', 'requestId'],
-  properties: {
-    status: { type: 'integer' },
-    code: { type: 'string' },
-    message: { type: 'string' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['field', 'message'],
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    path: { type: 'string' },
-    timestamp: { type: 'string', format: 'date-time' },
-    requestId: { type: 'string' },
-  },
-};
-
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request (VALIDATION_ERROR and the other 400 codes of API.md)',
   401: 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED, INVALID_CREDENTIALS)',
@@ -154,7 +145,16 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with the current state',
   413: 'Payload too large',
   415: 'Unsupported media type',
-  429: 'Too many requests (Retry-After)',
+  429: 'Too many requests (TOO_MANY_REQUESTS)',
+  503: 'Busy for a moment (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
+};
+
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds to wait before trying again',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
 };
 
 /** Documented error responses, e.g. `...errorResponses(400, 401, 409)`; descriptions may be overridden. */
@@ -164,7 +164,8 @@ export function errorResponses(...statuses: Array<number | [number, string]>): R
     const [status, description] = Array.isArray(entry)
       ? entry
       : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
-    out[status] = { description, schema: ERROR_SCHEMA };
+    out[status] = { description, schema: errorShape };
+    if (status === 429 || status === 503) out[status].headers = RETRY_AFTER;
   }
   return out;
 }

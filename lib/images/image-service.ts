@@ -17,12 +17,9 @@ import { Product, ProductImage } from '../products/product-model';
 import { allowedExtension, contentTypeOf, EXTENSION_FORMATS, sniffFile, STORED_NAME } from './image-files';
 import { MAX_IMAGES_PER_PRODUCT, uploadTmpRoot, type IncomingFile } from './image-upload';
 import { createKeyedMutex } from './keyed-mutex';
+import type { ImageJson } from './image-schemas';
 
-export interface ImageJson {
-  id: number;
-  imageUrl: string;
-  displayOrder: number;
-}
+export type { ImageJson };
 
 export interface StoredFile {
   stream: ReadStream;

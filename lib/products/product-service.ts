@@ -15,18 +15,13 @@ import { productsJson, type ProductJson } from './product-json';
 import { decodeCursor, encodeCursor } from './cursor';
 import { applyCursor, applyFilters, applySort, parseSort, type ProductFilters } from './product-list';
 import { createStockWrites, type StockWrites } from './stock-writes';
-import type { CreateProductInput, UpdateProductInput } from './product-schemas';
+import type { CreateProductInput, CursorPage, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
 export const POPULAR_CACHE_TTL_SECONDS = 600;
 export const COUNT_CACHE_TTL_SECONDS = 10;
 
-export interface CursorPage {
-  content: ProductJson[];
-  nextCursor: string | null;
-  hasNext: boolean;
-  size: number;
-}
+export type { CursorPage };
 
 interface CachedDetail {
   product: ProductJson;
