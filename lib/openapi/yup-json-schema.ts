@@ -237,8 +237,3 @@ export function descriptionToJsonSchema(d: YupDescription, registry?: ComponentR
 export function yupToJsonSchema(schema: yup.ISchema<unknown>, registry?: ComponentRegistry): JsonSchema {
   return descriptionToJsonSchema(describeYup(schema), registry);
 }
-
-/** The example a schema's meta carries, if any (for a response's media type). */
-export function exampleOf(schema: yup.ISchema<unknown>): unknown {
-  return describeYup(schema).meta?.example;
-}
