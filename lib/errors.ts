@@ -1,6 +1,38 @@
 // The AppError family: every error a client may see. The global error handler maps these (and only
 // these) to the error body of API.md; anything else becomes a generic 500.
 
+/** Every `code` an error body can carry (the OpenAPI document lists them as the enum of Error.code). */
+export const ERROR_CODES = [
+  'VALIDATION_ERROR',
+  'BUSINESS_NUMBER_REQUIRED',
+  'INVALID_CURSOR',
+  'INVALID_FILE_TYPE',
+  'IMAGE_LIMIT_EXCEEDED',
+  'UNAUTHENTICATED',
+  'INVALID_TOKEN',
+  'TOKEN_EXPIRED',
+  'INVALID_CREDENTIALS',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'EMAIL_ALREADY_EXISTS',
+  'DUPLICATE_CATEGORY',
+  'INSUFFICIENT_STOCK',
+  'PRODUCT_NOT_ON_SALE',
+  'INVALID_STATUS_TRANSITION',
+  'ORDER_NOT_CANCELLABLE',
+  'IDEMPOTENCY_KEY_REUSED',
+  'PRODUCT_QUOTA_EXCEEDED',
+  'IMAGE_QUOTA_EXCEEDED',
+  'PAYLOAD_TOO_LARGE',
+  'FILE_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'TOO_MANY_REQUESTS',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
 export interface FieldError {
   field: string;
   message: string;
@@ -9,7 +41,7 @@ export interface FieldError {
 export class AppError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: { errors?: FieldError[]; headers?: Record<string, string> },
   ) {
@@ -19,13 +51,17 @@ export class AppError extends Error {
 }
 
 export class ValidationError extends AppError {
-  constructor(message: string, errors: FieldError[] = [], code = 'VALIDATION_ERROR') {
+  constructor(
+    message: string,
+    errors: FieldError[] = [],
+    code: 'VALIDATION_ERROR' | 'BUSINESS_NUMBER_REQUIRED' = 'VALIDATION_ERROR',
+  ) {
     super(400, code, message, { errors });
   }
 }
 
 export class BadRequestError extends AppError {
-  constructor(code: string, message: string) {
+  constructor(code: 'INVALID_CURSOR' | 'INVALID_FILE_TYPE' | 'IMAGE_LIMIT_EXCEEDED', message: string) {
     super(400, code, message);
   }
 }
@@ -60,7 +96,19 @@ export class MethodNotAllowedError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(code: string, message: string) {
+  constructor(
+    code:
+      | 'EMAIL_ALREADY_EXISTS'
+      | 'DUPLICATE_CATEGORY'
+      | 'INSUFFICIENT_STOCK'
+      | 'PRODUCT_NOT_ON_SALE'
+      | 'INVALID_STATUS_TRANSITION'
+      | 'ORDER_NOT_CANCELLABLE'
+      | 'IDEMPOTENCY_KEY_REUSED'
+      | 'PRODUCT_QUOTA_EXCEEDED'
+      | 'IMAGE_QUOTA_EXCEEDED',
+    message: string,
+  ) {
     super(409, code, message);
   }
 }
@@ -83,6 +131,7 @@ export class TooManyRequestsError extends AppError {
   }
 }
 
+/** A passing condition (a contended product, a duplicate request still running): retrying soon will do. */
 export class ServiceUnavailableError extends AppError {
   constructor(message = 'Service unavailable', retryAfterSeconds = 1) {
     super(503, 'SERVICE_UNAVAILABLE', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });

@@ -1,7 +1,7 @@
 // POST /auth/signup, /auth/login, /auth/refresh, /auth/logout.
-import { refreshTokenBody, loginBody, signupBody, TOKEN_RESPONSE_SCHEMA } from '../lib/auth/auth-schemas';
+import { refreshTokenBody, loginBody, signupBody, tokenPairShape } from '../lib/auth/auth-schemas';
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
+import { memberShape } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
 
 export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
@@ -15,10 +15,9 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
       ignoreBearer: true,
       body: signupBody,
       responses: {
-        201: { description: 'The new member', schema: MEMBER_JSON_SCHEMA },
+        201: { description: 'The new member', schema: memberShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also role ADMIN), BUSINESS_NUMBER_REQUIRED'],
-          401,
           [409, 'EMAIL_ALREADY_EXISTS'],
           413,
           415,
@@ -39,7 +38,7 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
       ignoreBearer: true,
       body: loginBody,
       responses: {
-        200: { description: 'Tokens', schema: TOKEN_RESPONSE_SCHEMA },
+        200: { description: 'Tokens', schema: tokenPairShape },
         ...errorResponses(
           400,
           [401, 'INVALID_CREDENTIALS (unknown e-mail or wrong password, indistinguishable)'],
@@ -65,7 +64,7 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
       ignoreBearer: true,
       body: refreshTokenBody,
       responses: {
-        200: { description: 'New tokens', schema: TOKEN_RESPONSE_SCHEMA },
+        200: { description: 'New tokens', schema: tokenPairShape },
         ...errorResponses(
           400,
           [401, 'INVALID_TOKEN (unknown, used, revoked or not a refresh token), TOKEN_EXPIRED'],

@@ -1,7 +1,7 @@
 // GET /categories (public, cached, ETag) and the admin's POST /admin/categories.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
-import { categoryListSchema, categorySchema, createCategoryBody } from '../lib/categories/category-schemas';
+import { categoryListShape, categoryShape, createCategoryBody } from '../lib/categories/category-schemas';
 import type { Services } from '../lib/services';
 
 const LIST_HEADERS = cachingResponseHeaders(
@@ -19,7 +19,7 @@ export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef
       auth: 'public',
       headers: ifNoneMatchHeaders,
       responses: {
-        200: { description: 'All categories', schema: categoryListSchema, headers: LIST_HEADERS },
+        200: { description: 'All categories', schema: categoryListShape, headers: LIST_HEADERS },
         304: { description: 'Not modified (If-None-Match matched the ETag)', headers: LIST_HEADERS },
         ...errorResponses(401),
       },
@@ -35,7 +35,7 @@ export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef
       auth: ['ADMIN'],
       body: createCategoryBody,
       responses: {
-        201: { description: 'The new category', schema: categorySchema },
+        201: { description: 'The new category', schema: categoryShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also an unknown parentId)'],
           401,

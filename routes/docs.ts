@@ -41,6 +41,16 @@ const API_DESCRIPTION = [
   'The order lifecycle is drawn at [/docs/order-lifecycle](/docs/order-lifecycle).',
 ].join(' ');
 
+/** The document GET /api/v1/openapi.json serves (also built offline by `npm run lint:openapi`). */
+export function buildServedDocument(groups: RouteTableGroup[]): OpenApiDocument {
+  return buildOpenApiDocument(groups, {
+    title: 'Marketplace API',
+    version: packageVersion(),
+    description: API_DESCRIPTION,
+    license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+  });
+}
+
 function packageVersion(): string {
   const pkg = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     version: string;
@@ -63,11 +73,7 @@ export function openApiRoutes(table: () => RouteTableGroup[]): RouteDef[] {
       auth: 'public',
       responses: { 200: { description: 'The OpenAPI document', schema: OPENAPI_DOCUMENT_SCHEMA } },
       handler: (_input, ctx) => {
-        document ??= buildOpenApiDocument(table(), {
-          title: 'Marketplace API',
-          version: packageVersion(),
-          description: API_DESCRIPTION,
-        });
+        document ??= buildServedDocument(table());
         ctx.set('Cache-Control', 'no-cache');
         ctx.body = document;
       },
@@ -100,7 +106,11 @@ export function docsPageRoutes(services: Pick<Services, 'orderDiagram'>, apiPref
       summary: 'A static file of Swagger UI (swagger-ui.css, swagger-ui-bundle.js, favicons)',
       tags: ['Documentation'],
       auth: 'public',
-      params: strictObject({ file: yup.string().required().max(100) }),
+      params: strictObject({
+        file: yup.string().required().max(100).meta({
+          description: 'swagger-ui.css, swagger-ui-bundle.js, favicon-16x16.png or favicon-32x32.png',
+        }),
+      }),
       responses: {
         200: {
           description: 'The file (text/css, application/javascript or image/png)',

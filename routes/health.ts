@@ -1,20 +1,6 @@
+import { livenessShape, readinessShape } from '../lib/health/health-schemas';
 import { defineRoute, type RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
-
-const readySchema = {
-  type: 'object',
-  properties: {
-    status: { type: 'string', enum: ['UP', 'DOWN'] },
-    checks: {
-      type: 'object',
-      properties: {
-        database: { type: 'string', enum: ['UP', 'DOWN'] },
-        migrations: { type: 'string', enum: ['UP', 'PENDING', 'UNKNOWN'] },
-      },
-    },
-  },
-  required: ['status', 'checks'],
-};
 
 export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
   return [
@@ -25,10 +11,7 @@ export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
       tags: ['Health'],
       auth: 'public',
       responses: {
-        200: {
-          description: 'Process is up',
-          schema: { type: 'object', properties: { status: { const: 'UP' } } },
-        },
+        200: { description: 'Process is up', schema: livenessShape },
       },
       handler: (_input, ctx) => {
         ctx.body = { status: 'UP' };
@@ -41,8 +24,8 @@ export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
       tags: ['Health'],
       auth: 'public',
       responses: {
-        200: { description: 'Ready', schema: readySchema },
-        503: { description: 'Not ready', schema: readySchema },
+        200: { description: 'Ready', schema: readinessShape },
+        503: { description: 'Not ready (the checks say which part)', schema: readinessShape },
       },
       handler: async (_input, ctx) => {
         const report = await services.health.ready();

@@ -2,7 +2,8 @@
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import {
   binaryFileSchema,
-  imageListSchema,
+  IMAGE_UPLOAD_SCHEMA,
+  imageListShape,
   productImageParams,
   productImagesParams,
   uploadedFileParams,
@@ -24,25 +25,14 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
       auth: ['SELLER'],
       params: productImagesParams,
       requestContentType: 'multipart/form-data',
-      requestSchema: {
-        type: 'object',
-        required: ['images'],
-        properties: {
-          images: {
-            type: 'array',
-            minItems: 1,
-            maxItems: 5,
-            items: { type: 'string', format: 'binary' },
-            description: 'jpg, jpeg, png or gif files, 10 MB each',
-          },
-        },
-      },
+      requestSchema: IMAGE_UPLOAD_SCHEMA,
+      requestEncoding: { images: { contentType: 'image/jpeg, image/png, image/gif' } },
       // Refuses a stranger's or unknown product before its body is streamed to disk (the service checks
       // again, authoritatively, inside the transaction).
       beforeBody: ({ params, auth }) => services.images.checkCanUpload(params.productId, auth),
       before: [createImageUploadParser(services.images.uploadDir)],
       responses: {
-        201: { description: "All of the product's images, by displayOrder then id", schema: imageListSchema },
+        201: { description: "All of the product's images, by displayOrder then id", schema: imageListShape },
         ...errorResponses(
           [
             400,

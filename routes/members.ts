@@ -1,8 +1,7 @@
 // GET/PATCH /members/me and the admin's GET /admin/members.
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
-import { pageEnvelope, pageEnvelopeSchema } from '../lib/http/pagination';
-import { MEMBER_JSON_SCHEMA } from '../lib/members/member-json';
-import { listMembersQuery, updateMeBody } from '../lib/members/member-schemas';
+import { pageEnvelope } from '../lib/http/pagination';
+import { listMembersQuery, memberPageShape, memberShape, updateMeBody } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
 
 export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
@@ -13,7 +12,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       summary: 'The caller’s own member data',
       tags: ['Members'],
       auth: 'any',
-      responses: { 200: { description: 'The caller', schema: MEMBER_JSON_SCHEMA }, ...errorResponses(401) },
+      responses: { 200: { description: 'The caller', schema: memberShape }, ...errorResponses(401) },
       handler: async ({ auth }, ctx) => {
         ctx.body = await services.members.getMe(auth);
       },
@@ -29,7 +28,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       responses: {
         200: {
           description: 'The updated member; a password change revokes every refresh token',
-          schema: MEMBER_JSON_SCHEMA,
+          schema: memberShape,
         },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also a wrong currentPassword), BUSINESS_NUMBER_REQUIRED'],
@@ -51,7 +50,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       auth: ['ADMIN'],
       query: listMembersQuery,
       responses: {
-        200: { description: 'A page of members', schema: pageEnvelopeSchema(MEMBER_JSON_SCHEMA) },
+        200: { description: 'A page of members', schema: memberPageShape },
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query }, ctx) => {

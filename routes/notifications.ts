@@ -1,6 +1,6 @@
 import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
 import { pageEnvelope } from '../lib/http/pagination';
-import { notificationListQuery, notificationPageSchema } from '../lib/notifications/notification-schemas';
+import { notificationListQuery, notificationPageShape } from '../lib/notifications/notification-schemas';
 import type { Services } from '../lib/services';
 
 export function notificationRoutes(services: Pick<Services, 'notifications'>): RouteDef[] {
@@ -14,7 +14,7 @@ export function notificationRoutes(services: Pick<Services, 'notifications'>): R
       auth: 'any',
       query: notificationListQuery,
       responses: {
-        200: { description: 'A page of notifications', schema: notificationPageSchema },
+        200: { description: 'A page of notifications', schema: notificationPageShape },
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {

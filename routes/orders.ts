@@ -4,11 +4,11 @@ import { pageEnvelope } from '../lib/http/pagination';
 import {
   createOrderBody,
   createOrderHeaders,
-  createOrderResponseSchema,
   orderIdParams,
   orderListQuery,
-  orderPageSchema,
-  orderSchema,
+  orderPageShape,
+  orderShape,
+  placedOrdersShape,
   statusUpdateBody,
 } from '../lib/orders/order-schemas';
 import type { Services } from '../lib/services';
@@ -27,7 +27,14 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       responses: {
         201: {
           description: 'The created orders (a replay of the first response for a repeated Idempotency-Key)',
-          schema: createOrderResponseSchema,
+          schema: placedOrdersShape,
+          headers: {
+            'Idempotent-Replayed': {
+              description: '`true` when this is the stored first response of a repeated Idempotency-Key',
+              required: false,
+              schema: { type: 'string', enum: ['true'] },
+            },
+          },
         },
         ...errorResponses(
           [
@@ -42,6 +49,10 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
             'INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED',
           ],
           415,
+          [
+            503,
+            'SERVICE_UNAVAILABLE: the product is contended right now, or the first request with this Idempotency-Key is still running; retry after Retry-After seconds',
+          ],
         ),
       },
       handler: async ({ body, headers, auth }, ctx) => {
@@ -59,7 +70,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       auth: 'any',
       query: orderListQuery,
       responses: {
-        200: { description: 'A page of orders', schema: orderPageSchema },
+        200: { description: 'A page of orders', schema: orderPageShape },
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -74,7 +85,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       auth: 'any',
       params: orderIdParams,
       responses: {
-        200: { description: 'The order', schema: orderSchema },
+        200: { description: 'The order', schema: orderShape },
         ...errorResponses(400, 401, 403, 404),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -119,7 +130,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       // No body is needed; if one is sent it must be an empty JSON object (request schemas are strict).
       body: strictObject({}),
       responses: {
-        200: { description: 'The cancelled order', schema: orderSchema },
+        200: { description: 'The cancelled order', schema: orderShape },
         ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -134,7 +145,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       auth: ['SELLER'],
       query: orderListQuery,
       responses: {
-        200: { description: 'A page of orders', schema: orderPageSchema },
+        200: { description: 'A page of orders', schema: orderPageShape },
         ...errorResponses(400, 401, 403),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -150,7 +161,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       params: orderIdParams,
       body: statusUpdateBody,
       responses: {
-        200: { description: 'The updated order', schema: orderSchema },
+        200: { description: 'The updated order', schema: orderShape },
         ...errorResponses(
           400,
           401,

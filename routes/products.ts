@@ -5,14 +5,14 @@ import { pageEnvelope } from '../lib/http/pagination';
 import { cachingResponseHeaders, ifNoneMatchHeaders, sendCachedDocument } from '../lib/http/etag';
 import {
   createProductBody,
-  cursorPageSchema,
+  cursorPageShape,
   cursorProductsQuery,
   listProductsQuery,
   popularProductsQuery,
   productIdParams,
-  productListSchema,
-  productPageSchema,
-  productSchema,
+  productListShape,
+  productPageShape,
+  productShape,
   updateProductBody,
 } from '../lib/products/product-schemas';
 import { POPULAR_CACHE_TTL_SECONDS } from '../lib/products/product-service';
@@ -42,7 +42,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       responses: {
         200: {
           description: 'Popular products (limit 1..50, default 10)',
-          schema: productListSchema,
+          schema: productListShape,
           headers: POPULAR_HEADERS,
         },
         304: notModified(POPULAR_HEADERS),
@@ -64,7 +64,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       auth: 'public',
       query: cursorProductsQuery,
       responses: {
-        200: { description: 'A cursor page', schema: cursorPageSchema },
+        200: { description: 'A cursor page', schema: cursorPageShape },
         ...errorResponses([400, 'VALIDATION_ERROR, INVALID_CURSOR'], 401),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -80,7 +80,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       auth: 'public',
       query: listProductsQuery,
       responses: {
-        200: { description: 'A page of products', schema: productPageSchema },
+        200: { description: 'A page of products', schema: productPageShape },
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
@@ -95,7 +95,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       auth: ['SELLER'],
       body: createProductBody,
       responses: {
-        201: { description: 'The new product', schema: productSchema },
+        201: { description: 'The new product', schema: productShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also an unknown categoryId)'],
           401,
@@ -120,7 +120,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       params: productIdParams,
       headers: ifNoneMatchHeaders,
       responses: {
-        200: { description: 'The product', schema: productSchema, headers: DETAIL_HEADERS },
+        200: { description: 'The product', schema: productShape, headers: DETAIL_HEADERS },
         304: notModified(DETAIL_HEADERS),
         ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
       },
@@ -142,7 +142,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       params: productIdParams,
       body: updateProductBody,
       responses: {
-        200: { description: 'The updated product', schema: productSchema },
+        200: { description: 'The updated product', schema: productShape },
         ...errorResponses(
           400,
           401,

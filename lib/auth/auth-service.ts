@@ -7,7 +7,7 @@ import { ConflictError, UnauthenticatedError, ValidationError } from '../errors'
 import type { Logger } from '../logger';
 import { Member } from '../members/member-model';
 import { toMemberJson, type MemberJson } from '../members/member-json';
-import type { LoginInput, SignupInput } from './auth-schemas';
+import type { LoginInput, SignupInput, TokenPair } from './auth-schemas';
 import type { LoginThrottle } from './login-throttle';
 import type { PasswordHasher } from './password-hasher';
 import { PASSWORD_MAX_BYTES } from './passwords';
@@ -15,13 +15,7 @@ import type { RefreshTokenStore } from './refresh-token-store';
 import type { RequestLimits } from './request-limits';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type TokenService } from './tokens';
 
-export interface TokenPair {
-  accessToken: string;
-  refreshToken: string;
-  tokenType: 'Bearer';
-  expiresIn: number;
-  refreshExpiresIn: number;
-}
+export type { TokenPair };
 
 export interface AuthDeps {
   config: Config;

@@ -1,7 +1,7 @@
-// Request schemas (yup, strict) and response JSON Schemas of the category endpoints.
+// Request schemas (yup, strict) and the category shape of the category endpoints.
 import * as yup from 'yup';
 import { id, strictObject } from '../http/validate';
-import type { JsonSchema } from '../http/route';
+import { idField, intField, stringField } from '../http/response-fields';
 
 export const createCategoryBody = strictObject({
   name: yup
@@ -12,7 +12,10 @@ export const createCategoryBody = strictObject({
     .required('name is required')
     .min(1, 'name must not be blank')
     .max(100, 'name must be at most 100 characters'),
-  parentId: id().nullable().optional(),
+  parentId: id()
+    .nullable()
+    .optional()
+    .meta({ description: 'An existing category (400 otherwise); null or absent for a top-level one' }),
   displayOrder: yup
     .number()
     // Reject strings rather than coerce them ("strict" would also skip the default).
@@ -22,19 +25,22 @@ export const createCategoryBody = strictObject({
     .min(-1_000_000, 'displayOrder must be at least -1000000')
     .max(1_000_000, 'displayOrder must be at most 1000000')
     .default(0),
+}).meta({
+  description: 'The name must be unique, case-insensitively, under its parent (409 DUPLICATE_CATEGORY)',
+  example: { name: 'Garden', parentId: 5, displayOrder: 3 },
 });
 
 export type CreateCategoryInput = yup.InferType<typeof createCategoryBody>;
 
-export const categorySchema: JsonSchema = {
-  type: 'object',
-  required: ['id', 'name', 'parentId', 'displayOrder'],
-  properties: {
-    id: { type: 'integer' },
-    name: { type: 'string' },
-    parentId: { type: ['integer', 'null'] },
-    displayOrder: { type: 'integer' },
-  },
-};
+export const categoryShape = yup
+  .object({
+    id: idField(),
+    name: stringField(),
+    parentId: idField().nullable().meta({ description: 'null for a top-level category' }),
+    displayOrder: intField(),
+  })
+  .noUnknown()
+  .meta({ component: 'Category', example: { id: 2, name: 'Phones', parentId: 1, displayOrder: 1 } });
+export type CategoryJson = yup.InferType<typeof categoryShape>;
 
-export const categoryListSchema: JsonSchema = { type: 'array', items: categorySchema };
+export const categoryListShape = yup.array(categoryShape).defined();

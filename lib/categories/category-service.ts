@@ -7,18 +7,13 @@ import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache } from '../cache';
 import { ConflictError, ValidationError } from '../errors';
 import { cachedDocument, type CachedDocument } from '../cached-document';
-import type { CreateCategoryInput } from './category-schemas';
+import type { CategoryJson, CreateCategoryInput } from './category-schemas';
 import { createCategoryRepository, type CategoryRow } from './category-repository';
 
 export const CATEGORY_CACHE_TTL_SECONDS = 3600;
 const LIST_KEY = 'all';
 
-export interface CategoryJson {
-  id: number;
-  name: string;
-  parentId: number | null;
-  displayOrder: number;
-}
+export type { CategoryJson };
 
 const toJson = (row: CategoryRow): CategoryJson => ({
   id: Number(row.id),

@@ -1,9 +1,8 @@
 import type { Deps } from '../services';
 
-export interface ReadyReport {
-  status: 'UP' | 'DOWN';
-  checks: { database: 'UP' | 'DOWN'; migrations: 'UP' | 'PENDING' | 'UNKNOWN' };
-}
+import type { Readiness } from './health-schemas';
+
+export type ReadyReport = Readiness;
 
 // A probe of a black-holed database would otherwise wait for the connect or query timeout; readiness
 // must turn at once so the load balancer stops sending traffic here.

@@ -3,18 +3,11 @@
 // everything else is a logged, generic 500.
 import type { Context, Middleware } from 'koa';
 import { toClientError } from '../db-errors';
-import { AppError, type FieldError } from '../errors';
+import { AppError } from '../errors';
 import type { Logger } from '../logger';
+import type { ErrorBody } from './error-body';
 
-export interface ErrorBody {
-  status: number;
-  code: string;
-  message: string;
-  errors?: FieldError[];
-  path: string;
-  timestamp: string;
-  requestId: string;
-}
+export type { ErrorBody };
 
 interface HttpishError {
   code?: string;

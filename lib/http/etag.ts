@@ -22,6 +22,7 @@ function cacheControl(policy: CachePolicy): string {
 export const ifNoneMatchHeaders = strictObject({
   'If-None-Match': yup.string().meta({
     description: 'An ETag from an earlier response: 304 without a body when the representation is unchanged',
+    example: '"3q2-7w8PdL0H6mqj9sC8dVv0Yyo"',
   }),
 });
 
@@ -30,9 +31,10 @@ export function cachingResponseHeaders(cacheControlDescription: string) {
   return {
     ETag: {
       description: 'Strong validator of the JSON body; send it back in If-None-Match',
+      required: true,
       schema: { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' },
     },
-    'Cache-Control': { description: cacheControlDescription, schema: { type: 'string' } },
+    'Cache-Control': { description: cacheControlDescription, required: true, schema: { type: 'string' } },
   };
 }
 

@@ -1,8 +1,8 @@
 // Offset pagination shared by every list endpoint (API.md "Lists"), the HTTP side: the `page`/`size` query
-// schema, the page envelope `{ content, page, size, totalElements, totalPages, hasNext }` a route builds from
-// a service's PageSlice, and its JSON Schema for the OpenAPI document. The SQL side is lib/query-helpers.ts.
+// schema and the page envelope `{ content, page, size, totalElements, totalPages, hasNext }` a route builds from
+// a service's PageSlice (its shape is the yup schema in lib/http/response-fields.ts). The SQL side is
+// lib/query-helpers.ts.
 import type { PageRequest, PageSlice } from '../query-helpers';
-import type { JsonSchema } from './route';
 import { integer } from './validate';
 
 export const DEFAULT_PAGE_SIZE = 20;
@@ -26,12 +26,14 @@ export function pageQueryFields() {
     page: queryInteger()
       .typeError('page must be an integer >= 0')
       .min(0, 'page must be an integer >= 0')
-      .default(0),
+      .default(0)
+      .meta({ description: 'The page to return, from 0' }),
     size: queryInteger()
       .typeError(`size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
       .min(1, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
       .max(MAX_PAGE_SIZE, `size must be an integer between 1 and ${MAX_PAGE_SIZE}`)
-      .default(DEFAULT_PAGE_SIZE),
+      .default(DEFAULT_PAGE_SIZE)
+      .meta({ description: `Items per page, 1-${MAX_PAGE_SIZE}` }),
   };
 }
 
@@ -44,21 +46,5 @@ export function pageEnvelope<T>(slice: PageSlice<T>, request: PageRequest): Page
     totalElements,
     totalPages: Math.ceil(totalElements / request.size),
     hasNext: (request.page + 1) * request.size < totalElements,
-  };
-}
-
-/** JSON Schema of a page whose `content` items follow `itemSchema`. */
-export function pageEnvelopeSchema(itemSchema: JsonSchema): JsonSchema {
-  return {
-    type: 'object',
-    required: ['content', 'page', 'size', 'totalElements', 'totalPages', 'hasNext'],
-    properties: {
-      content: { type: 'array', items: itemSchema },
-      page: { type: 'integer', minimum: 0 },
-      size: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE },
-      totalElements: { type: 'integer', minimum: 0 },
-      totalPages: { type: 'integer', minimum: 0 },
-      hasNext: { type: 'boolean' },
-    },
   };
 }

@@ -7,6 +7,7 @@ import type * as yup from 'yup';
 import type { TokenService } from '../auth/tokens';
 import { UnsupportedMediaTypeError } from '../errors';
 import { authenticate, callerOf, type AuthRequirement, type CallerOf } from './authenticate';
+import { errorShape } from './error-body';
 import { validate } from './validate';
 
 export type { AuthRequirement } from './authenticate';
@@ -16,10 +17,14 @@ export type JsonSchema = Record<string, unknown>;
 
 export interface ResponseDoc {
   description: string;
-  schema?: JsonSchema;
+  /** The body: a response shape (yup; its named components are emitted once), or JSON Schema for non-JSON bodies. */
+  schema?: yup.ISchema<unknown> | JsonSchema;
   contentType?: string;
-  /** Response headers worth documenting (e.g. ETag, Cache-Control); X-Request-Id is always there. */
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
+  /**
+   * Response headers worth documenting (e.g. ETag, Cache-Control); X-Request-Id is always there. `required`:
+   * sent on every response of this status (the contract test holds the service to it).
+   */
+  headers?: Record<string, { description: string; required?: boolean; schema: JsonSchema }>;
 }
 
 type AnyObjectSchema = yup.ObjectSchema<yup.AnyObject>;
@@ -60,6 +65,8 @@ export interface RouteDef<
   requestContentType?: 'multipart/form-data';
   /** JSON Schema of a non-JSON request body (e.g. the multipart fields), for the OpenAPI document. */
   requestSchema?: JsonSchema;
+  /** OpenAPI `encoding` of a multipart body's fields (e.g. which file types a field takes). */
+  requestEncoding?: Record<string, { contentType: string }>;
   responses: Record<number, ResponseDoc>;
   /**
    * Runs after authentication and the params/query validation, before `before` reads the body: e.g.
@@ -142,28 +149,6 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
   }
 }
 
-/** JSON Schema of API.md's error body (every 4xx/5xx response). */
-export const ERROR_SCHEMA: JsonSchema = {
-  type: 'object',
-  required: ['status', 'code', 'message', 'path', 'timestamp', 'requestId'],
-  properties: {
-    status: { type: 'integer' },
-    code: { type: 'string' },
-    message: { type: 'string' },
-    errors: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['field', 'message'],
-        properties: { field: { type: 'string' }, message: { type: 'string' } },
-      },
-    },
-    path: { type: 'string' },
-    timestamp: { type: 'string', format: 'date-time' },
-    requestId: { type: 'string' },
-  },
-};
-
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request (VALIDATION_ERROR and the other 400 codes of API.md)',
   401: 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED, INVALID_CREDENTIALS)',
@@ -172,7 +157,16 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflicts with the current state',
   413: 'Payload too large',
   415: 'Unsupported media type',
-  429: 'Too many requests (Retry-After)',
+  429: 'Too many requests (TOO_MANY_REQUESTS)',
+  503: 'Busy for a moment (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
+};
+
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds to wait before trying again',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
 };
 
 /** Documented error responses, e.g. `...errorResponses(400, 401, 409)`; descriptions may be overridden. */
@@ -182,7 +176,8 @@ export function errorResponses(...statuses: Array<number | [number, string]>): R
     const [status, description] = Array.isArray(entry)
       ? entry
       : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
-    out[status] = { description, schema: ERROR_SCHEMA };
+    out[status] = { description, schema: errorShape };
+    if (status === 429 || status === 503) out[status].headers = RETRY_AFTER;
   }
   return out;
 }

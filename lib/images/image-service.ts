@@ -20,12 +20,9 @@ import { MAX_IMAGES_PER_PRODUCT, uploadTmpRoot, type IncomingFile } from './imag
 import { createImageRepository, type ProductOwnership } from './image-repository';
 import { createKeyedMutex } from './keyed-mutex';
 import type { SellerQuotas } from '../products/seller-quotas';
+import type { ImageJson } from './image-schemas';
 
-export interface ImageJson {
-  id: number;
-  imageUrl: string;
-  displayOrder: number;
-}
+export type { ImageJson };
 
 export interface StoredFile {
   stream: ReadStream;

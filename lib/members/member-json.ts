@@ -1,17 +1,8 @@
-// Member JSON of API.md: `{ id, email, name, phone, role, businessNumber, createdAt, updatedAt }`.
-import type { JsonSchema } from '../http/route';
+// Member JSON of API.md, typed by the one member shape (member-schemas.ts).
 import type { Member } from './member-model';
+import type { MemberJson } from './member-schemas';
 
-export interface MemberJson {
-  id: number;
-  email: string;
-  name: string;
-  phone: string;
-  role: Member['role'];
-  businessNumber: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { MemberJson };
 
 export function toMemberJson(member: Member): MemberJson {
   return {
@@ -25,19 +16,3 @@ export function toMemberJson(member: Member): MemberJson {
     updatedAt: member.updatedAt.toISOString(),
   };
 }
-
-export const MEMBER_JSON_SCHEMA: JsonSchema = {
-  type: 'object',
-  required: ['id', 'email', 'name', 'phone', 'role', 'businessNumber', 'createdAt', 'updatedAt'],
-  additionalProperties: false,
-  properties: {
-    id: { type: 'integer' },
-    email: { type: 'string', format: 'email' },
-    name: { type: 'string' },
-    phone: { type: 'string' },
-    role: { type: 'string', enum: ['BUYER', 'SELLER', 'ADMIN'] },
-    businessNumber: { type: ['string', 'null'], description: 'Business registration number (sellers only)' },
-    createdAt: { type: 'string', format: 'date-time' },
-    updatedAt: { type: 'string', format: 'date-time' },
-  },
-};

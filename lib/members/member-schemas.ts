@@ -3,6 +3,7 @@ import * as yup from 'yup';
 import { passwordByteLengthError } from '../auth/passwords';
 import { strictObject } from '../http/validate';
 import { pageQueryFields } from '../http/pagination';
+import { enumField, idField, pageShape, stringField, timeField } from '../http/response-fields';
 
 /**
  * A string field that refuses other types instead of casting them (yup would turn 123 into "123").
@@ -36,11 +37,18 @@ export const emailField = () =>
 
 /** A new password: 8-72 bytes of UTF-8 (bcrypt reads only 72), never trimmed. */
 export const newPasswordField = () =>
-  text().test('password-bytes', 'password is invalid', (value, context) => {
-    if (value === undefined) return true;
-    const problem = passwordByteLengthError(value);
-    return problem ? context.createError({ message: problem }) : true;
-  });
+  text()
+    .test('password-bytes', 'password is invalid', (value, context) => {
+      if (value === undefined) return true;
+      const problem = passwordByteLengthError(value);
+      return problem ? context.createError({ message: problem }) : true;
+    })
+    .meta({
+      description:
+        '8-72 bytes of UTF-8 (bcrypt reads only 72), counted in bytes: 8 ASCII characters at least, fewer multi-byte ones. Never trimmed.',
+      // 72 bytes are at most 72 characters; 8 bytes are at least 2 characters (4-byte ones).
+      jsonSchema: { minLength: 2, maxLength: 72 },
+    });
 
 export const nameField = () =>
   text({ trim: true }).min(1, 'name must not be blank').max(100, 'name must be at most 100 characters');
@@ -52,24 +60,71 @@ export const phoneField = () =>
   );
 
 export const businessNumberField = () =>
-  text({ trim: true }).max(30, 'businessNumber must be at most 30 characters');
+  text({ trim: true })
+    .max(30, 'businessNumber must be at most 30 characters')
+    .meta({ description: 'Business registration number, at most 30 characters (trimmed); sellers only' });
 
 export const ROLES = ['BUYER', 'SELLER', 'ADMIN'] as const;
 
 export const updateMeBody = strictObject({
   name: nameField().optional(),
   phone: phoneField().optional(),
-  businessNumber: businessNumberField().nullable().optional(),
+  businessNumber: businessNumberField().nullable().optional().meta({
+    description:
+      'Sellers only (anyone else: 400); a seller cannot blank it (400 BUSINESS_NUMBER_REQUIRED). At most 30 characters.',
+  }),
   password: newPasswordField().optional(),
-  currentPassword: text().optional(),
+  currentPassword: text()
+    .optional()
+    .meta({ description: 'The current password: required with password, and only with it (400 otherwise)' }),
+}).meta({
+  description: 'Send only the fields to change; an empty object changes nothing.',
+  example: { name: 'Demo Buyer', phone: '010-1234-5678' },
+  // The member service refuses one of password/currentPassword without the other.
+  jsonSchema: { dependentRequired: { password: ['currentPassword'], currentPassword: ['password'] } },
 });
 export type UpdateMeInput = yup.InferType<typeof updateMeBody>;
 
 export const listMembersQuery = strictObject({
   role: text()
     .oneOf([...ROLES], 'role must be one of BUYER, SELLER, ADMIN')
-    .optional(),
-  keyword: text({ trim: true }).max(100, 'keyword must be at most 100 characters').optional(),
+    .optional()
+    .meta({ description: 'Only members of this role' }),
+  keyword: text({ trim: true }).max(100, 'keyword must be at most 100 characters').optional().meta({
+    description: 'Part of the e-mail or the name, case-insensitive; % and _ match themselves',
+    example: 'demo',
+  }),
   ...pageQueryFields(),
 });
 export type ListMembersQuery = yup.InferType<typeof listMembersQuery>;
+
+export const memberShape = yup
+  .object({
+    id: idField(),
+    email: stringField().email(),
+    name: stringField(),
+    phone: stringField(),
+    role: enumField(ROLES),
+    businessNumber: stringField()
+      .nullable()
+      .meta({ description: 'Business registration number (sellers only, else null)' }),
+    createdAt: timeField(),
+    updatedAt: timeField(),
+  })
+  .noUnknown()
+  .meta({
+    component: 'Member',
+    example: {
+      id: 3,
+      email: 'buyer@marketplace.test',
+      name: 'Demo Buyer',
+      phone: '010-0000-0000',
+      role: 'BUYER',
+      businessNumber: null,
+      createdAt: '2026-11-22T10:41:14.123Z',
+      updatedAt: '2026-11-22T10:41:14.123Z',
+    },
+  });
+export type MemberJson = yup.InferType<typeof memberShape>;
+
+export const memberPageShape = pageShape(memberShape, 'MemberPage');

@@ -1,14 +1,9 @@
 // Members read their own notifications (newest first, paged).
 import type { Db } from '../db';
 import { fetchPage, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
+import type { NotificationJson } from './notification-schemas';
 
-export interface NotificationJson {
-  id: number;
-  type: string;
-  payload: Record<string, unknown>;
-  createdAt: string;
-  readAt: string | null;
-}
+export type { NotificationJson };
 
 interface NotificationRow {
   id: number | string;
@@ -29,13 +24,17 @@ export function createNotificationService({ db }: { db: Db }) {
         .select('id', 'type', 'payload', 'created_at', 'read_at');
       const page = await fetchPage<NotificationRow>(query, request);
       return mapPage(page, (rows) =>
-        rows.map((row) => ({
-          id: Number(row.id),
-          type: row.type,
-          payload: JSON.parse(row.payload) as Record<string, unknown>,
-          createdAt: iso(row.created_at),
-          readAt: row.read_at === null ? null : iso(row.read_at),
-        })),
+        rows.map(
+          (row) =>
+            // The row's type and payload were written together from one OutboxEvent (outbox.ts).
+            ({
+              id: Number(row.id),
+              type: row.type,
+              payload: JSON.parse(row.payload),
+              createdAt: iso(row.created_at),
+              readAt: row.read_at === null ? null : iso(row.read_at),
+            }) as NotificationJson,
+        ),
       );
     },
   };

@@ -2,17 +2,18 @@
 // so an event exists if and only if its cause committed. The dispatcher delivers them after commit.
 import type { Trx } from '../db';
 import { currentRequestId } from '../request-context';
+import type { OrderCreatedPayload, OrderStatusChangedPayload } from './notification-schemas';
 
 export type OutboxEvent = (
   | {
       type: 'OrderCreated';
       recipientId: number;
-      payload: { sellerId: number; orderId: number; orderNumber: string };
+      payload: OrderCreatedPayload;
     }
   | {
       type: 'OrderStatusChanged';
       recipientId: number;
-      payload: { buyerId: number; orderId: number; orderNumber: string; from: string; to: string };
+      payload: OrderStatusChangedPayload;
     }
 ) & {
   /** The request that caused the event, when it is not the current one (a group commit writes many). */

@@ -1,9 +1,12 @@
-// Builds the OpenAPI 3.1 document from the route table the app mounts (the same RouteDefs, yup schemas and
-// response JSON Schemas), so the document cannot drift from what the service enforces. Errors the pipeline itself
-// produces (401/403 from `auth`, 400 from validation, 415/413 for JSON bodies, 500) are added to every operation
-// that can produce them, with API.md's error body as the shared `Error` component.
-import { ERROR_SCHEMA, type JsonSchema, type ResponseDoc, type RouteDef } from '../http/route';
-import { describeYup, descriptionToJsonSchema } from './yup-json-schema';
+// Builds the OpenAPI 3.1 document from the route table the app mounts (the same RouteDefs, yup request schemas
+// and yup response shapes), so the document cannot drift from what the service enforces. Every shape whose yup
+// schema names a component is emitted once under #/components/schemas and referenced by `$ref`. Errors the
+// pipeline itself produces (401/403 from `auth`, 400 from validation, 415/413 for JSON bodies, 500) are added
+// to every operation that can produce them, with API.md's error body as the shared `Error` component.
+import * as yup from 'yup';
+import type { JsonSchema, ResponseDoc, RouteDef } from '../http/route';
+import { errorShape } from '../http/error-body';
+import { ComponentRegistry, describeYup, descriptionToJsonSchema, yupToJsonSchema } from './yup-json-schema';
 import { expandOptionalGroups, operationId, pathParamNames, toOpenApiPath } from './openapi-paths';
 
 export interface RouteTableGroup {
@@ -15,28 +18,43 @@ export interface OpenApiInfo {
   title: string;
   version: string;
   description?: string;
+  license?: { name: string; identifier?: string; url?: string };
 }
 
 export type OpenApiDocument = {
   openapi: '3.1.0';
   info: OpenApiInfo;
+  servers: Array<{ url: string; description: string }>;
   paths: Record<string, Record<string, OpenApiOperation>>;
   components: Record<string, Record<string, unknown>>;
-  tags: Array<{ name: string }>;
+  tags: Array<{ name: string; description: string }>;
 } & Record<string, unknown>;
 
 export interface OpenApiParameter {
   name: string;
   in: 'path' | 'query' | 'header';
   required: boolean;
-  description?: string;
+  description: string;
   schema: JsonSchema;
+  example?: unknown;
+}
+
+export interface OpenApiHeader {
+  description: string;
+  required?: boolean;
+  schema: JsonSchema;
+}
+
+export interface OpenApiMediaType {
+  schema: JsonSchema;
+  example?: unknown;
+  encoding?: Record<string, { contentType: string }>;
 }
 
 export interface OpenApiResponse {
   description: string;
-  headers: Record<string, { $ref: string } | { description: string; schema: JsonSchema }>;
-  content?: Record<string, { schema: JsonSchema }>;
+  headers: Record<string, { $ref: string } | OpenApiHeader>;
+  content?: Record<string, OpenApiMediaType>;
 }
 
 export interface OpenApiOperation {
@@ -46,133 +64,206 @@ export interface OpenApiOperation {
   tags: string[];
   security: Array<Record<string, string[]>>;
   parameters?: OpenApiParameter[];
-  requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
+  requestBody?: { required: boolean; description?: string; content: Record<string, OpenApiMediaType> };
   responses: Record<string, OpenApiResponse>;
   'x-auth': 'public' | 'any' | string[];
 }
 
 export const SECURITY_SCHEME = 'bearerAuth';
+
+/** The tags in the order a newcomer needs them: log in first, then what the API is about. */
+export const TAGS: Array<{ name: string; description: string }> = [
+  {
+    name: 'Auth',
+    description:
+      'Start here: sign up, log in for an access token (1 h) and a refresh token (7 d), then click "Authorize" and paste the accessToken. Demo accounts: buyer@marketplace.test / Buyer123!, seller@marketplace.test / Seller123!, admin@marketplace.test / Admin123!.',
+  },
+  { name: 'Members', description: 'Your own profile; the admin’s member list.' },
+  { name: 'Categories', description: 'The category tree (public); admins add categories.' },
+  {
+    name: 'Products',
+    description:
+      'Search and read the catalogue (public); sellers create, edit and delete their own products.',
+  },
+  { name: 'Images', description: 'Product images: sellers upload and delete them; the files are public.' },
+  {
+    name: 'Orders',
+    description:
+      'Buyers place and cancel orders (stock is never oversold); sellers move them forward PENDING -> CONFIRMED -> SHIPPED -> DELIVERED.',
+  },
+  {
+    name: 'Notifications',
+    description: 'OrderCreated (to sellers) and OrderStatusChanged (to buyers), delivered after commit.',
+  },
+  { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators.' },
+  { name: 'Documentation', description: 'This document, Swagger UI and the order-lifecycle diagram.' },
+];
+
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 // Every response carries the request id (lib/http/request-id.ts), errors and successes alike.
 const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
 
-function schemaRef(schema: JsonSchema): JsonSchema {
-  return schema === ERROR_SCHEMA ? ERROR_REF : schema;
+function isYupSchema(schema: unknown): schema is yup.ISchema<unknown> {
+  return yup.isSchema(schema);
 }
 
-function responseObject(doc: ResponseDoc): OpenApiResponse {
-  const out: OpenApiResponse = {
-    description: doc.description,
-    headers: { ...RESPONSE_HEADERS, ...doc.headers },
-  };
-  if (doc.schema)
-    out.content = { [doc.contentType ?? 'application/json']: { schema: schemaRef(doc.schema) } };
-  else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };
-  return out;
+/** The example of a response shape: its own, or for a list, a list of its item's example. */
+function exampleOf(schema: yup.ISchema<unknown>): unknown {
+  const d = describeYup(schema);
+  if (d.meta?.example !== undefined) return d.meta.example;
+  if (d.type === 'array' && d.innerType && !Array.isArray(d.innerType) && d.innerType.meta?.example) {
+    return [d.innerType.meta.example];
+  }
+  return undefined;
 }
 
-function errorResponse(description: string): OpenApiResponse {
-  return { description, headers: RESPONSE_HEADERS, content: { 'application/json': { schema: ERROR_REF } } };
+class DocumentBuilder {
+  readonly components = new ComponentRegistry();
+
+  constructor() {
+    // Named first so that components keep a stable, readable order.
+    yupToJsonSchema(errorShape, this.components);
+  }
+
+  mediaType(schema: ResponseDoc['schema']): OpenApiMediaType {
+    if (!isYupSchema(schema)) return { schema: schema ?? { type: 'string' } };
+    const out: OpenApiMediaType = { schema: yupToJsonSchema(schema, this.components) };
+    const example = exampleOf(schema);
+    if (example !== undefined) out.example = example;
+    return out;
+  }
+
+  responseObject(doc: ResponseDoc): OpenApiResponse {
+    const out: OpenApiResponse = {
+      description: doc.description,
+      headers: { ...RESPONSE_HEADERS, ...doc.headers },
+    };
+    if (doc.schema) out.content = { [doc.contentType ?? 'application/json']: this.mediaType(doc.schema) };
+    else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };
+    return out;
+  }
+
+  /** Responses declared by the route plus the ones the shared pipeline can answer for it. */
+  responsesOf(def: RouteDef): Record<string, OpenApiResponse> {
+    const out: Record<string, OpenApiResponse> = {};
+    for (const [status, doc] of Object.entries(def.responses)) out[status] = this.responseObject(doc);
+    const add = (status: number, description: string) => {
+      out[String(status)] ??= {
+        description,
+        headers: RESPONSE_HEADERS,
+        content: { 'application/json': { schema: ERROR_REF } },
+      };
+    };
+    if (def.params || def.query || def.body) add(400, 'Invalid request (VALIDATION_ERROR)');
+    if (def.auth === 'public') {
+      if (!def.ignoreBearer)
+        add(401, 'A token was sent and is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
+    } else add(401, 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED)');
+    if (Array.isArray(def.auth)) add(403, `The caller's role is not ${def.auth.join(' or ')} (FORBIDDEN)`);
+    if (def.body && !def.requestContentType) {
+      add(413, 'JSON body over 1 MB (PAYLOAD_TOO_LARGE)');
+      add(415, 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)');
+    }
+    add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
+    return out;
+  }
+
+  fieldParameters(
+    schema: RouteDef['params'],
+    where: 'path' | 'query' | 'header',
+    at: string,
+  ): OpenApiParameter[] {
+    if (!schema) return [];
+    const fields = describeYup(schema).fields ?? {};
+    return Object.entries(fields).map(([name, field]) => {
+      // Parameters are inlined (a component would hide the constraint from the parameter's own line).
+      const { description, examples, ...jsonSchema } = descriptionToJsonSchema(field);
+      if (typeof description !== 'string') throw new Error(`${at}: parameter "${name}" has no description`);
+      const param: OpenApiParameter = {
+        name,
+        in: where,
+        required: where === 'path' || !field.optional,
+        description,
+        schema: jsonSchema,
+      };
+      if (Array.isArray(examples)) param.example = examples[0];
+      return param;
+    });
+  }
+
+  parametersOf(def: RouteDef, concretePath: string, at: string): OpenApiParameter[] {
+    const declared = this.fieldParameters(def.params, 'path', at);
+    // Only the parameters this concrete path has (an optional group may have dropped some).
+    const pathParams = pathParamNames(concretePath).map((name) => {
+      const param = declared.find((p) => p.name === name);
+      if (!param) throw new Error(`${at}: path parameter "${name}" is not in the route's params schema`);
+      return param;
+    });
+    return [
+      ...pathParams,
+      ...this.fieldParameters(def.query, 'query', at),
+      ...this.fieldParameters(def.headers, 'header', at),
+    ];
+  }
+
+  requestBodyOf(def: RouteDef): OpenApiOperation['requestBody'] {
+    if (def.requestContentType) {
+      const schema = def.requestSchema ?? { type: 'object' };
+      const encoding = def.requestEncoding;
+      return {
+        required: true,
+        content: { [def.requestContentType]: { schema, ...(encoding ? { encoding } : {}) } },
+      };
+    }
+    if (!def.body) return undefined;
+    const { description, examples, ...schema } = yupToJsonSchema(def.body, this.components);
+    const body: NonNullable<OpenApiOperation['requestBody']> = {
+      // Required when an empty object would be refused (a required field, or "at least one field").
+      required:
+        (Array.isArray(schema.required) && schema.required.length > 0) || Number(schema.minProperties) > 0,
+      content: { 'application/json': { schema } },
+    };
+    if (typeof description === 'string') body.description = description;
+    if (Array.isArray(examples)) body.content['application/json'].example = examples[0];
+    return body;
+  }
+
+  operationOf(def: RouteDef, concretePath: string, openApiPath: string): OpenApiOperation {
+    const at = `${def.method.toUpperCase()} ${openApiPath}`;
+    for (const tag of def.tags) {
+      if (!TAGS.some((t) => t.name === tag)) throw new Error(`${at}: tag "${tag}" is not in TAGS`);
+    }
+    const op: OpenApiOperation = {
+      operationId: operationId(def.method, openApiPath),
+      summary: def.summary,
+      description: authText(def),
+      tags: def.tags,
+      // Public operations need no token (no padlock); a token they are sent must still be valid (401).
+      security: def.auth === 'public' ? [] : [{ [SECURITY_SCHEME]: [] }],
+      responses: this.responsesOf(def),
+      'x-auth': def.auth,
+    };
+    const parameters = this.parametersOf(def, concretePath, at);
+    if (parameters.length > 0) op.parameters = parameters;
+    const requestBody = this.requestBodyOf(def);
+    if (requestBody) op.requestBody = requestBody;
+    return op;
+  }
 }
 
 function authText(def: RouteDef): string {
   if (def.auth === 'public' && def.ignoreBearer)
     return 'Public: no token needed (an Authorization header is ignored).';
-  if (def.auth === 'public') return 'Public: no token needed (a token, if sent, must be valid).';
+  if (def.auth === 'public')
+    return 'Public: no token needed. A valid token may be sent (e.g. a seller then also sees its own DRAFTs); an invalid one is 401.';
   if (def.auth === 'any') return 'Requires a Bearer access token (any role).';
   return `Requires a Bearer access token with the role ${def.auth.join(' or ')}.`;
 }
 
-/** Responses declared by the route plus the ones the shared pipeline can answer for it. */
-function responsesOf(def: RouteDef): Record<string, OpenApiResponse> {
-  const out: Record<string, OpenApiResponse> = {};
-  for (const [status, doc] of Object.entries(def.responses)) out[status] = responseObject(doc);
-  const add = (status: number, description: string) => {
-    out[String(status)] ??= errorResponse(description);
-  };
-  if (def.params || def.query || def.body) add(400, 'Invalid request (VALIDATION_ERROR)');
-  if (def.auth === 'public') {
-    if (!def.ignoreBearer) add(401, 'The token sent is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
-  } else add(401, 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED)');
-  if (Array.isArray(def.auth)) add(403, `The caller's role is not ${def.auth.join(' or ')} (FORBIDDEN)`);
-  if (def.body && !def.requestContentType) {
-    add(413, 'JSON body over 1 MB (PAYLOAD_TOO_LARGE)');
-    add(415, 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)');
-  }
-  add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
-  return out;
-}
-
-function fieldParameters(schema: RouteDef['params'], where: 'path' | 'query' | 'header'): OpenApiParameter[] {
-  if (!schema) return [];
-  const fields = describeYup(schema).fields ?? {};
-  return Object.entries(fields).map(([name, field]) => {
-    const param: OpenApiParameter = {
-      name,
-      in: where,
-      required: where === 'path' || !field.optional,
-      schema: descriptionToJsonSchema(field),
-    };
-    if (typeof param.schema.description === 'string') param.description = param.schema.description;
-    return param;
-  });
-}
-
-function parametersOf(def: RouteDef, concretePath: string): OpenApiParameter[] {
-  const names = pathParamNames(concretePath);
-  const declared = fieldParameters(def.params, 'path');
-  // Only the parameters this concrete path has (an optional group may have dropped some).
-  const pathParams = names.map(
-    (name) =>
-      declared.find((p) => p.name === name) ?? {
-        name,
-        in: 'path' as const,
-        required: true,
-        schema: { type: 'string' },
-      },
-  );
-  return [...pathParams, ...fieldParameters(def.query, 'query'), ...fieldParameters(def.headers, 'header')];
-}
-
-function requestBodyOf(def: RouteDef): OpenApiOperation['requestBody'] {
-  if (!def.body && !def.requestContentType) return undefined;
-  const schema: JsonSchema = def.body
-    ? descriptionToJsonSchema(describeYup(def.body))
-    : (def.requestSchema ?? { type: 'object' });
-  const required = Array.isArray(schema.required) && schema.required.length > 0;
-  return {
-    required: required || !!def.requestContentType,
-    content: { [def.requestContentType ?? 'application/json']: { schema } },
-  };
-}
-
-function securityOf(def: RouteDef): OpenApiOperation['security'] {
-  if (def.auth !== 'public') return [{ [SECURITY_SCHEME]: [] }];
-  // Public routes accept an optional token (e.g. a seller sees its own drafts): `{}` marks "no auth" as allowed.
-  // Routes that ignore the Authorization header (login, refresh) take none.
-  return def.ignoreBearer ? [] : [{}, { [SECURITY_SCHEME]: [] }];
-}
-
-function operationOf(def: RouteDef, concretePath: string, openApiPath: string): OpenApiOperation {
-  const op: OpenApiOperation = {
-    operationId: operationId(def.method, openApiPath),
-    summary: def.summary,
-    description: authText(def),
-    tags: def.tags,
-    security: securityOf(def),
-    responses: responsesOf(def),
-    'x-auth': def.auth,
-  };
-  const parameters = parametersOf(def, concretePath);
-  if (parameters.length > 0) op.parameters = parameters;
-  const requestBody = requestBodyOf(def);
-  if (requestBody) op.requestBody = requestBody;
-  return op;
-}
-
 export function buildOpenApiDocument(groups: RouteTableGroup[], info: OpenApiInfo): OpenApiDocument {
+  const builder = new DocumentBuilder();
   const paths: OpenApiDocument['paths'] = {};
-  const tags = new Set<string>();
+  const used = new Set<string>();
   for (const group of groups) {
     for (const def of group.routes) {
       for (const concrete of expandOptionalGroups(group.prefix + def.path)) {
@@ -180,15 +271,17 @@ export function buildOpenApiDocument(groups: RouteTableGroup[], info: OpenApiInf
         const item = (paths[openApiPath] ??= {});
         if (item[def.method])
           throw new Error(`Route ${def.method.toUpperCase()} ${openApiPath} is defined twice`);
-        item[def.method] = operationOf(def, concrete, openApiPath);
+        item[def.method] = builder.operationOf(def, concrete, openApiPath);
       }
-      for (const tag of def.tags) tags.add(tag);
+      for (const tag of def.tags) used.add(tag);
     }
   }
   return {
     openapi: '3.1.0',
     info,
-    tags: [...tags].map((name) => ({ name })),
+    // Relative: the service that serves this document (a local `npm start` is http://localhost:8080).
+    servers: [{ url: '/', description: 'The service that serves this document' }],
+    tags: TAGS.filter((tag) => used.has(tag.name)),
     paths,
     components: {
       securitySchemes: {
@@ -199,11 +292,12 @@ export function buildOpenApiDocument(groups: RouteTableGroup[], info: OpenApiInf
           description: 'The accessToken from POST /api/v1/auth/login or /api/v1/auth/refresh',
         },
       },
-      schemas: { Error: ERROR_SCHEMA },
+      schemas: builder.components.schemas,
       headers: {
         XRequestId: {
           description:
             'The request id: a client-sent X-Request-Id of 1-64 characters [A-Za-z0-9._-] is reused, anything else is replaced by a UUID. Log lines of the request carry it.',
+          required: true,
           schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
         },
       },

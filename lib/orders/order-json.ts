@@ -1,46 +1,10 @@
-// API.md's order JSON (plus `statusHistory`). Money is computed in integer cents and rendered as a
-// JSON number with at most 2 decimals.
+// API.md's order JSON (plus `statusHistory`), typed by the one order shape (order-schemas.ts). Money is
+// computed in integer cents and rendered as a JSON number with at most 2 decimals.
 import { fromCents, toCents } from '../db';
-import type { OrderStatus } from '../../actors/order-lifecycle-machine';
 import type { Order } from './order-model';
+import type { OrderJson, ShippingAddress } from './order-schemas';
 
-export interface ShippingAddress {
-  zipCode: string;
-  address: string;
-  addressDetail: string;
-  receiverName: string;
-  receiverPhone: string;
-}
-
-export interface OrderItemJson {
-  id: number;
-  productId: number;
-  sellerId: number;
-  productName: string;
-  productPrice: number;
-  quantity: number;
-  subtotal: number;
-}
-
-export interface StatusChangeJson {
-  from: OrderStatus | null;
-  to: OrderStatus;
-  changedBy: number | null;
-  changedAt: string;
-}
-
-export interface OrderJson {
-  id: number;
-  orderNumber: string;
-  buyerId: number;
-  status: OrderStatus;
-  totalAmount: number;
-  shippingAddress: ShippingAddress;
-  items: OrderItemJson[];
-  statusHistory: StatusChangeJson[];
-  orderedAt: string;
-  updatedAt: string;
-}
+export type { OrderJson, ShippingAddress };
 
 export function orderJson(order: Order): OrderJson {
   return {

@@ -1,10 +1,18 @@
-// Request schemas (yup, strict: unknown fields and wrong types are 400) and response JSON Schemas of the
-// order endpoints.
+// Request schemas (yup, strict: unknown fields and wrong types are 400) and the response shapes of the order
+// endpoints (the TypeScript types and the OpenAPI components both come from them).
 import * as yup from 'yup';
-import { ORDER_STATUSES } from '../../actors/order-lifecycle-machine';
+import { ORDER_STATUSES, SELLER_EVENT_FOR_TARGET } from '../../actors/order-lifecycle-machine';
 import { id, strictObject } from '../http/validate';
-import { pageEnvelopeSchema, pageQueryFields } from '../http/pagination';
-import type { JsonSchema } from '../http/route';
+import { pageQueryFields } from '../http/pagination';
+import {
+  enumField,
+  idField,
+  intField,
+  moneyField,
+  pageShape,
+  stringField,
+  timeField,
+} from '../http/response-fields';
 
 export const MAX_ORDER_LINES = 100;
 export const MAX_LINE_QUANTITY = 1000;
@@ -17,7 +25,13 @@ const text = (max: number, allowEmpty = false) =>
     .typeError('${path} must be a string')
     .defined('${path} is required')
     .max(max, `\${path} must be at most ${max} characters`)
-    .test('not-blank', '${path} must not be blank', (value) => allowEmpty || (value ?? '').trim().length > 0);
+    .test('not-blank', '${path} must not be blank', (value) => allowEmpty || (value ?? '').trim().length > 0)
+    // `\S`: JavaScript's whitespace is exactly what trim() removes.
+    .meta(
+      allowEmpty
+        ? { description: 'May be empty' }
+        : { description: 'Must not be blank', jsonSchema: { pattern: '\\S' } },
+    );
 
 export const shippingAddressSchema = strictObject({
   zipCode: text(20),
@@ -58,6 +72,19 @@ export const createOrderBody = strictObject({
       return new Set(ids).size === ids.length;
     }),
   shippingAddress: shippingAddressSchema.default(undefined).required('shippingAddress is required'),
+}).meta({
+  description:
+    'Each productId at most once. The order total (per seller) must not exceed 9999999999.99. Products of several sellers make one order per seller, all or nothing.',
+  example: {
+    orderItems: [{ productId: 1, quantity: 1 }],
+    shippingAddress: {
+      zipCode: '04524',
+      address: '1 Sejong-daero, Jung-gu, Seoul',
+      addressDetail: 'Apt 101',
+      receiverName: 'Demo Buyer',
+      receiverPhone: '010-0000-0000',
+    },
+  },
 });
 export type CreateOrderBody = yup.InferType<typeof createOrderBody>;
 
@@ -71,10 +98,15 @@ export const createOrderHeaders = strictObject({
     .meta({
       description:
         'Optional, 1-255 visible ASCII characters, compared exactly (case-sensitive). The same buyer and key within 24 h get the first (successful) response again and nothing is created; the same key with a different body is 409 IDEMPOTENCY_KEY_REUSED. A failed attempt frees the key.',
+      example: 'b9f3c2e0-5d1a-4c8e-9f7a-2e4d6c8b0a13',
     }),
 });
 
-export const orderIdParams = strictObject({ orderId: id().required() });
+const SELLER_TARGETS = Object.keys(SELLER_EVENT_FOR_TARGET);
+
+export const orderIdParams = strictObject({
+  orderId: id().required().meta({ description: 'The order id (not its orderNumber)', example: 1 }),
+});
 
 export const statusUpdateBody = strictObject({
   status: yup
@@ -82,91 +114,117 @@ export const statusUpdateBody = strictObject({
     .strict()
     .typeError('status must be a string')
     .required('status is required')
-    .oneOf([...ORDER_STATUSES], `status must be one of ${ORDER_STATUSES.join(', ')}`),
-});
+    .oneOf([...ORDER_STATUSES], `status must be one of ${ORDER_STATUSES.join(', ')}`)
+    .meta({
+      description: `The next status, one step forward: ${SELLER_TARGETS.join(', ')} (any other is 409 INVALID_STATUS_TRANSITION)`,
+      // Only the seller's targets can ever succeed, so only they are offered.
+      jsonSchema: { enum: SELLER_TARGETS },
+    }),
+}).meta({ example: { status: 'CONFIRMED' } });
 
 export const orderListQuery = strictObject({
-  status: yup.string().oneOf([...ORDER_STATUSES], `status must be one of ${ORDER_STATUSES.join(', ')}`),
+  status: yup
+    .string()
+    .oneOf([...ORDER_STATUSES], `status must be one of ${ORDER_STATUSES.join(', ')}`)
+    .meta({ description: 'Only orders in this status' }),
   ...pageQueryFields(),
 });
 export type OrderListQuery = yup.InferType<typeof orderListQuery>;
 
-const money: JsonSchema = { type: 'number', multipleOf: 0.01, minimum: 0 };
-const statusEnum: JsonSchema = { type: 'string', enum: [...ORDER_STATUSES] };
+const ORDER_NUMBER_DESCRIPTION = 'UTC date + 12 random base32 characters, e.g. 20261122-7K3QX9M2PA4D';
 
-export const orderSchema: JsonSchema = {
-  type: 'object',
-  required: [
-    'id',
-    'orderNumber',
-    'buyerId',
-    'status',
-    'totalAmount',
-    'shippingAddress',
-    'items',
-    'statusHistory',
-    'orderedAt',
-    'updatedAt',
-  ],
-  properties: {
-    id: { type: 'integer' },
-    orderNumber: {
-      type: 'string',
-      description: 'UTC date + 12 random base32 characters, e.g. 20261122-7K3QX9M2PA4D',
-    },
-    buyerId: { type: 'integer' },
-    status: statusEnum,
-    totalAmount: money,
-    shippingAddress: {
-      type: 'object',
-      required: ['zipCode', 'address', 'addressDetail', 'receiverName', 'receiverPhone'],
-      properties: {
-        zipCode: { type: 'string' },
-        address: { type: 'string' },
-        addressDetail: { type: 'string' },
-        receiverName: { type: 'string' },
-        receiverPhone: { type: 'string' },
-      },
-    },
-    items: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['id', 'productId', 'sellerId', 'productName', 'productPrice', 'quantity', 'subtotal'],
-        properties: {
-          id: { type: 'integer' },
-          productId: { type: 'integer' },
-          sellerId: { type: 'integer' },
-          productName: { type: 'string', description: 'Snapshot at order time' },
-          productPrice: { ...money, description: 'Snapshot at order time' },
-          quantity: { type: 'integer', minimum: 1, maximum: MAX_LINE_QUANTITY },
-          subtotal: money,
-        },
-      },
-    },
-    statusHistory: {
-      type: 'array',
-      description: 'Every transition, oldest first (the first is null -> PENDING)',
-      items: {
-        type: 'object',
-        required: ['from', 'to', 'changedBy', 'changedAt'],
-        properties: {
-          from: { type: ['string', 'null'], enum: [...ORDER_STATUSES, null] },
-          to: statusEnum,
-          changedBy: { type: ['integer', 'null'], description: 'Member who made the change' },
-          changedAt: { type: 'string', format: 'date-time' },
-        },
-      },
-    },
-    orderedAt: { type: 'string', format: 'date-time' },
-    updatedAt: { type: 'string', format: 'date-time' },
+export const orderItemShape = yup
+  .object({
+    id: idField(),
+    productId: idField(),
+    sellerId: idField(),
+    productName: stringField().meta({ description: 'Snapshot at order time' }),
+    productPrice: moneyField('Unit price, snapshot at order time (at most 2 decimals)'),
+    quantity: intField().min(1).max(MAX_LINE_QUANTITY),
+    subtotal: moneyField('productPrice × quantity (at most 2 decimals)'),
+  })
+  .noUnknown()
+  .meta({ component: 'OrderItem' });
+
+export const statusChangeShape = yup
+  .object({
+    from: enumField(ORDER_STATUSES)
+      .nullable()
+      .meta({ description: 'null for the first entry (the order was placed)' }),
+    to: enumField(ORDER_STATUSES),
+    changedBy: idField().nullable().meta({ description: 'The member who made the change' }),
+    changedAt: timeField(),
+  })
+  .noUnknown()
+  .meta({ component: 'StatusChange' });
+
+const shippingAddressShape = yup
+  .object({
+    zipCode: stringField(),
+    address: stringField(),
+    addressDetail: stringField(),
+    receiverName: stringField(),
+    receiverPhone: stringField(),
+  })
+  .noUnknown()
+  .meta({ component: 'ShippingAddress' });
+export type ShippingAddress = yup.InferType<typeof shippingAddressShape>;
+
+const ORDER_EXAMPLE = {
+  id: 1,
+  orderNumber: '20261122-7K3QX9M2PA4D',
+  buyerId: 3,
+  status: 'PENDING',
+  totalAmount: 1398,
+  shippingAddress: {
+    zipCode: '04524',
+    address: '1 Sejong-daero, Jung-gu, Seoul',
+    addressDetail: 'Apt 101',
+    receiverName: 'Demo Buyer',
+    receiverPhone: '010-0000-0000',
   },
+  items: [
+    {
+      id: 1,
+      productId: 1,
+      sellerId: 2,
+      productName: 'Demo Phone X',
+      productPrice: 699,
+      quantity: 2,
+      subtotal: 1398,
+    },
+  ],
+  statusHistory: [{ from: null, to: 'PENDING', changedBy: 3, changedAt: '2026-11-22T10:41:14.123Z' }],
+  orderedAt: '2026-11-22T10:41:14.123Z',
+  updatedAt: '2026-11-22T10:41:14.123Z',
 };
 
-export const createOrderResponseSchema: JsonSchema = {
-  type: 'object',
-  required: ['orders'],
-  properties: { orders: { type: 'array', items: orderSchema, description: 'One order per seller' } },
-};
+export const orderShape = yup
+  .object({
+    id: idField(),
+    orderNumber: stringField().meta({ description: ORDER_NUMBER_DESCRIPTION }),
+    buyerId: idField(),
+    status: enumField(ORDER_STATUSES),
+    totalAmount: moneyField('Sum of the subtotals (at most 2 decimals)'),
+    shippingAddress: shippingAddressShape,
+    items: yup.array(orderItemShape).defined(),
+    statusHistory: yup
+      .array(statusChangeShape)
+      .defined()
+      .meta({ description: 'Every transition, oldest first (the first is null -> PENDING)' }),
+    orderedAt: timeField(),
+    updatedAt: timeField(),
+  })
+  .noUnknown()
+  .meta({ component: 'Order', example: ORDER_EXAMPLE });
+export type OrderJson = yup.InferType<typeof orderShape>;
+export type OrderItemJson = yup.InferType<typeof orderItemShape>;
 
-export const orderPageSchema = pageEnvelopeSchema(orderSchema);
+export const placedOrdersShape = yup
+  .object({
+    orders: yup.array(orderShape).defined().meta({ description: 'One order per seller of the cart' }),
+  })
+  .noUnknown()
+  .meta({ component: 'PlacedOrders', example: { orders: [ORDER_EXAMPLE] } });
+
+export const orderPageShape = pageShape(orderShape, 'OrderPage');

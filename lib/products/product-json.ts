@@ -1,30 +1,13 @@
-// The product JSON of API.md, and the one query that attaches images to a list of products.
+// The product JSON of API.md (typed by the one product shape, product-schemas.ts), and the one query that attaches images to a list of products.
 import type { Db } from '../db';
 import { fromCents, toCents } from '../db';
-import { Product, type ProductStatus } from './product-model';
+import type { ImageJson } from '../images/image-schemas';
+import { Product } from './product-model';
+import type { ProductJson } from './product-schemas';
 
-export interface ProductImageJson {
-  id: number;
-  imageUrl: string;
-  displayOrder: number;
-}
+export type { ProductJson };
 
-export interface ProductJson {
-  id: number;
-  sellerId: number;
-  categoryId: number;
-  name: string;
-  description: string | null;
-  price: number;
-  stockQuantity: number;
-  status: ProductStatus;
-  salesCount: number;
-  images: ProductImageJson[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-export function productJson(product: Product, images: ProductImageJson[]): ProductJson {
+export function productJson(product: Product, images: ImageJson[]): ProductJson {
   return {
     id: product.id,
     sellerId: product.sellerId,
@@ -42,11 +25,8 @@ export function productJson(product: Product, images: ProductImageJson[]): Produ
 }
 
 /** Images of many products in one query, each list ordered by displayOrder then id. */
-export async function imagesByProduct(
-  db: Db,
-  productIds: number[],
-): Promise<Map<number, ProductImageJson[]>> {
-  const out = new Map<number, ProductImageJson[]>(productIds.map((id) => [id, []]));
+export async function imagesByProduct(db: Db, productIds: number[]): Promise<Map<number, ImageJson[]>> {
+  const out = new Map<number, ImageJson[]>(productIds.map((id) => [id, []]));
   if (productIds.length === 0) return out;
   const rows = await db('product_images')
     .whereIn('product_id', productIds)

@@ -1,8 +1,18 @@
-// Request schemas (yup, strict: unknown fields are a 400) and response JSON Schemas of the product endpoints.
+// Request schemas (yup, strict: unknown fields are a 400) and the response shapes of the product endpoints
+// (the TypeScript types and the OpenAPI components both come from them).
 import * as yup from 'yup';
 import { id, integer, strictObject } from '../http/validate';
-import { pageEnvelopeSchema, pageQueryFields } from '../http/pagination';
-import type { JsonSchema } from '../http/route';
+import { pageQueryFields } from '../http/pagination';
+import {
+  enumField,
+  idField,
+  intField,
+  moneyField,
+  pageShape,
+  stringField,
+  timeField,
+} from '../http/response-fields';
+import { imageShape } from '../images/image-schemas';
 import { PRODUCT_STATUSES } from './product-model';
 
 export const MAX_PRICE_CENTS = 999_999_999_999; // DECIMAL(12,2)
@@ -27,6 +37,8 @@ const trimmedString = (field: string, max: number) =>
  * a value with 2 decimals is the double nearest to cents/100, which the division reproduces exactly, and
  * any other double differs from it (an absolute tolerance rejected large valid prices such as 1234567890.12).
  */
+const PRICE_DESCRIPTION = `A JSON number from 0.01 to ${MAX_PRICE_CENTS / 100} with at most 2 decimals`;
+
 const price = () =>
   yup
     .number()
@@ -42,7 +54,9 @@ const price = () =>
       `price must be between 0.01 and ${MAX_PRICE_CENTS / 100}`,
       (v) =>
         v === undefined || v === null || (Math.round(v * 100) >= 1 && Math.round(v * 100) <= MAX_PRICE_CENTS),
-    );
+    )
+    // Not `multipleOf: 0.01`: in binary floats 19.99 is no multiple of 0.01, and stock validators say so.
+    .meta({ description: PRICE_DESCRIPTION, jsonSchema: { minimum: 0.01, maximum: MAX_PRICE_CENTS / 100 } });
 
 const stockQuantity = () =>
   yup
@@ -59,7 +73,8 @@ const listingStatus = () =>
     .string()
     .transform((value, original) => (original === undefined || typeof original === 'string' ? value : NaN))
     .typeError('status must be a string')
-    .oneOf(['DRAFT', 'ON_SALE'] as const, 'status must be DRAFT or ON_SALE');
+    .oneOf(['DRAFT', 'ON_SALE'] as const, 'status must be DRAFT or ON_SALE')
+    .meta({ description: 'DRAFT (only you see it) or ON_SALE; SOLD_OUT follows the stock' });
 
 export const createProductBody = strictObject({
   categoryId: id().required('categoryId is required'),
@@ -68,6 +83,15 @@ export const createProductBody = strictObject({
   price: price().required('price is required'),
   stockQuantity: stockQuantity().required('stockQuantity is required'),
   status: listingStatus().default('ON_SALE'),
+}).meta({
+  example: {
+    categoryId: 2,
+    name: 'Handmade phone case',
+    description: 'Leather, fits Demo Phone X',
+    price: 19.99,
+    stockQuantity: 10,
+    status: 'ON_SALE',
+  },
 });
 export type CreateProductInput = yup.InferType<typeof createProductBody>;
 
@@ -78,12 +102,20 @@ export const updateProductBody = strictObject({
   price: price().optional(),
   stockQuantity: stockQuantity().optional(),
   status: listingStatus().optional(),
-}).test('not-empty', 'at least one field must be given', (value) =>
-  Object.values(value ?? {}).some((v) => v !== undefined),
-);
+})
+  .test('not-empty', 'at least one field must be given', (value) =>
+    Object.values(value ?? {}).some((v) => v !== undefined),
+  )
+  .meta({
+    description: 'At least one field',
+    example: { price: 17.5, stockQuantity: 25 },
+    jsonSchema: { minProperties: 1 },
+  });
 export type UpdateProductInput = yup.InferType<typeof updateProductBody>;
 
-export const productIdParams = strictObject({ productId: id().required() });
+export const productIdParams = strictObject({
+  productId: id().required().meta({ description: 'The product id', example: 1 }),
+});
 
 /** A decimal query value (`10`, `10.5`, `10.50`) turned into integer cents. */
 const queryPrice = (field: string) =>
@@ -96,24 +128,40 @@ const queryPrice = (field: string) =>
       return match ? Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0')) : NaN;
     })
     .typeError(`${field} must be a decimal number >= 0 with at most 2 decimals`)
-    .optional();
+    .optional()
+    .meta({
+      description: `Inclusive; a decimal >= 0 with at most 2 decimals${field === 'minPrice' ? ', not greater than maxPrice' : ''}`,
+      jsonSchema: { minimum: 0, maximum: 9999999999.99 },
+    });
 
 /** `limit` from the query, via the shared integer() (plain digits only; a repeated parameter is a 400). */
 const queryLimit = (max: number, fallback: number) => {
   const message = `limit must be an integer between 1 and ${max}`;
-  return integer().typeError(message).integer(message).min(1, message).max(max, message).default(fallback);
+  return integer()
+    .typeError(message)
+    .integer(message)
+    .min(1, message)
+    .max(max, message)
+    .default(fallback)
+    .meta({ description: `How many products, 1-${max}` });
 };
 
 /** The filters shared by the offset and the cursor lists. */
 const filterFields = {
-  keyword: trimmedString('keyword', 200).optional(),
-  categoryId: id().optional(),
+  keyword: trimmedString('keyword', 200)
+    .optional()
+    .meta({ description: 'Part of the name, case-insensitive', example: 'phone' }),
+  categoryId: id().optional().meta({ description: 'Only this category (not its children)' }),
   status: yup
     .string()
     .typeError('status must be a string')
     .oneOf(PRODUCT_STATUSES, `status must be one of ${PRODUCT_STATUSES.join(', ')}`)
-    .optional(),
-  sellerId: id().optional(),
+    .optional()
+    .meta({
+      description:
+        'Only this status. Without it: ON_SALE and SOLD_OUT, plus the caller’s own DRAFTs; DRAFT lists only the caller’s own',
+    }),
+  sellerId: id().optional().meta({ description: 'Only this seller’s products' }),
   // Parsed straight into integer cents.
   minPrice: queryPrice('minPrice'),
   maxPrice: queryPrice('maxPrice'),
@@ -139,7 +187,8 @@ export const listProductsQuery = withPriceRange(
         message: 'sort must be <createdAt|price|salesCount>,<asc|desc>',
         excludeEmptyString: false,
       })
-      .default('createdAt,desc'),
+      .default('createdAt,desc')
+      .meta({ description: '`<createdAt|price|salesCount>[,<asc|desc>]`, case-insensitive; ties by id' }),
   }),
 );
 export type ListProductsQuery = yup.InferType<typeof listProductsQuery>;
@@ -148,65 +197,68 @@ export const cursorProductsQuery = withPriceRange(
   strictObject({
     ...filterFields,
     limit: queryLimit(100, 20),
-    cursor: yup.string().typeError('cursor must be a string').optional(),
+    cursor: yup
+      .string()
+      .typeError('cursor must be a string')
+      .optional()
+      .meta({ description: 'nextCursor of the previous page; omit for the first page' }),
   }),
 );
 export type CursorProductsQuery = yup.InferType<typeof cursorProductsQuery>;
 
 export const popularProductsQuery = strictObject({ limit: queryLimit(50, 10) });
 
-export const productImageSchema: JsonSchema = {
-  type: 'object',
-  required: ['id', 'imageUrl', 'displayOrder'],
-  properties: { id: { type: 'integer' }, imageUrl: { type: 'string' }, displayOrder: { type: 'integer' } },
+const PRODUCT_EXAMPLE = {
+  id: 1,
+  sellerId: 2,
+  categoryId: 2,
+  name: 'Demo Phone X',
+  description: 'Demo Phone X, a demo product.',
+  price: 699,
+  stockQuantity: 50,
+  status: 'ON_SALE',
+  salesCount: 0,
+  images: [],
+  createdAt: '2026-11-22T10:41:14.123Z',
+  updatedAt: '2026-11-22T10:41:14.123Z',
 };
 
-export const productSchema: JsonSchema = {
-  type: 'object',
-  required: [
-    'id',
-    'sellerId',
-    'categoryId',
-    'name',
-    'description',
-    'price',
-    'stockQuantity',
-    'status',
-    'salesCount',
-    'images',
-    'createdAt',
-    'updatedAt',
-  ],
-  properties: {
-    id: { type: 'integer' },
-    sellerId: { type: 'integer' },
-    categoryId: { type: 'integer' },
-    name: { type: 'string' },
-    description: { type: ['string', 'null'] },
-    price: { type: 'number', multipleOf: 0.01, description: 'at most 2 decimals' },
-    stockQuantity: { type: 'integer', minimum: 0 },
-    status: { type: 'string', enum: [...PRODUCT_STATUSES] },
-    salesCount: { type: 'integer', minimum: 0 },
-    images: { type: 'array', items: productImageSchema },
-    createdAt: { type: 'string', format: 'date-time' },
-    updatedAt: { type: 'string', format: 'date-time' },
-  },
-};
+export const productShape = yup
+  .object({
+    id: idField(),
+    sellerId: idField(),
+    categoryId: idField(),
+    name: stringField(),
+    description: stringField().nullable(),
+    // The API writes 0.01 or more; rows written around it (imports, tests) may hold 0, which reads fine.
+    price: moneyField('A JSON number with at most 2 decimals (0.01 or more when set through the API)').max(
+      MAX_PRICE_CENTS / 100,
+    ),
+    stockQuantity: intField().min(0).max(MAX_STOCK),
+    status: enumField(PRODUCT_STATUSES),
+    salesCount: intField().min(0),
+    images: yup.array(imageShape).defined().meta({ description: 'By displayOrder then id' }),
+    createdAt: timeField(),
+    updatedAt: timeField(),
+  })
+  .noUnknown()
+  .meta({ component: 'Product', example: PRODUCT_EXAMPLE });
+export type ProductJson = yup.InferType<typeof productShape>;
 
-export const productPageSchema: JsonSchema = pageEnvelopeSchema(productSchema);
+export const productPageShape = pageShape(productShape, 'ProductPage');
 
-export const cursorPageSchema: JsonSchema = {
-  type: 'object',
-  required: ['content', 'nextCursor', 'hasNext', 'size'],
-  properties: {
-    content: { type: 'array', items: productSchema },
-    nextCursor: {
-      type: ['string', 'null'],
-      description: 'URL-safe Base64 of `<createdAt yyyy-MM-ddTHH:mm:ss.SSS UTC>:<id>`',
-    },
-    hasNext: { type: 'boolean' },
-    size: { type: 'integer', minimum: 0 },
-  },
-};
+export const cursorPageShape = yup
+  .object({
+    content: yup.array(productShape).defined(),
+    nextCursor: stringField().nullable().meta({
+      description:
+        'Send it back as `cursor` for the next page; null on the last page. Opaque (URL-safe Base64).',
+    }),
+    hasNext: yup.boolean().defined(),
+    size: intField().min(0).meta({ description: 'Items on this page' }),
+  })
+  .noUnknown()
+  .meta({ component: 'CursorPage' });
+export type CursorPage = yup.InferType<typeof cursorPageShape>;
 
-export const productListSchema: JsonSchema = { type: 'array', items: productSchema };
+export const productListShape = yup.array(productShape).defined();

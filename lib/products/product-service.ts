@@ -17,18 +17,13 @@ import type { StockWrites } from './stock-writes';
 import { sql, statusFollowingStockRaw } from './product-status-sql';
 import { statusFollowingStock } from '../../actors/product-status';
 import type { SellerQuotas } from './seller-quotas';
-import type { CreateProductInput, UpdateProductInput } from './product-schemas';
+import type { CreateProductInput, CursorPage, UpdateProductInput } from './product-schemas';
 
 export const DETAIL_CACHE_TTL_SECONDS = 300;
 export const POPULAR_CACHE_TTL_SECONDS = 600;
 export const COUNT_CACHE_TTL_SECONDS = 10;
 
-export interface CursorPage {
-  content: ProductJson[];
-  nextCursor: string | null;
-  hasNext: boolean;
-  size: number;
-}
+export type { CursorPage };
 
 interface CachedDetail {
   product: ProductJson;

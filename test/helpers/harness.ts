@@ -8,6 +8,8 @@ import knexFactory from 'knex';
 import { loadConfig, type Config } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 import { startService, type RunningService } from '../../lib/server';
+import { buildServedDocument } from '../../routes/docs';
+import { createContract, type Contract } from './contract';
 
 export type DbKind = 'sqlite' | 'mysql';
 export const DB_KIND: DbKind = process.env.TEST_DB === 'mysql' ? 'mysql' : 'sqlite';
@@ -124,6 +126,21 @@ export interface StartOptions {
   logLevel?: Config['log']['level'];
 }
 
+// The route table is the same for every app of a process, so one contract (and its compiled schemas) serves all.
+let contract: Contract | undefined;
+
+/**
+ * The contract test: every response a test receives through `TestApp.request` is held against the served
+ * OpenAPI document; a response the document does not describe fails the request (and so the test).
+ */
+function checkContract(service: RunningService, method: string, urlPath: string, res: ApiResponse): void {
+  contract ??= createContract(buildServedDocument(service.bundle.routes));
+  const problems = contract.problems(method, urlPath, res);
+  if (problems.length > 0) {
+    throw new Error(`Response does not match the OpenAPI document:\n  ${problems.join('\n  ')}`);
+  }
+}
+
 /** Starts the real service on port 0 against a fresh database. */
 export async function startTestApp(options: StartOptions = {}): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
@@ -142,7 +159,11 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     logger,
     logs,
     database,
-    request: (method, urlPath, requestOptions) => request(service.url, method, urlPath, requestOptions),
+    async request(method, urlPath, requestOptions) {
+      const res = await request(service.url, method, urlPath, requestOptions);
+      checkContract(service, method, urlPath, res);
+      return res;
+    },
     async close() {
       await service.shutdown();
       if (ownsDatabase) await database.drop();

@@ -1,0 +1,22 @@
+// The health endpoints' response shapes.
+import * as yup from 'yup';
+import { constString, enumField } from '../http/response-fields';
+
+export const livenessShape = yup
+  .object({ status: constString('UP') })
+  .noUnknown()
+  .meta({ component: 'Liveness', example: { status: 'UP' } });
+
+export const readinessShape = yup
+  .object({
+    status: enumField(['UP', 'DOWN'] as const),
+    checks: yup
+      .object({
+        database: enumField(['UP', 'DOWN'] as const),
+        migrations: enumField(['UP', 'PENDING', 'UNKNOWN'] as const),
+      })
+      .noUnknown(),
+  })
+  .noUnknown()
+  .meta({ component: 'Readiness', example: { status: 'UP', checks: { database: 'UP', migrations: 'UP' } } });
+export type Readiness = yup.InferType<typeof readinessShape>;
