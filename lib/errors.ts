@@ -84,7 +84,12 @@ export class TooManyRequestsError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message = 'Service unavailable') {
-    super(503, 'SERVICE_UNAVAILABLE', message);
+  constructor(message = 'Service unavailable', retryAfterSeconds?: number) {
+    super(
+      503,
+      'SERVICE_UNAVAILABLE',
+      message,
+      retryAfterSeconds === undefined ? undefined : { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
   }
 }
