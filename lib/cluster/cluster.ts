@@ -46,13 +46,15 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
   const { nc } = connection;
   let ownership: ReturnType<typeof createOwnership>;
   try {
-    const kvm = new Kvm(jetstream(nc, { timeout: Math.max(config.renewMs, 1000) }));
+    const timeout = Math.max(config.renewMs, 1000);
+    const kvm = new Kvm(jetstream(nc, { timeout }));
+    const jsm = await jetstreamManager(nc, { timeout });
     const names = bucketNames(config.prefix);
     const [shardsKv, membersKv] = await Promise.all([
       openBucket(kvm, names.shards, config.leaseTtlMs),
       openBucket(kvm, names.members, config.leaseTtlMs),
     ]);
-    ownership = createOwnership({ shardsKv, membersKv, config, logger: deps.logger });
+    ownership = createOwnership({ shardsKv, membersKv, jsm, buckets: names, config, logger: deps.logger });
   } catch (err) {
     await nc.close();
     throw err;

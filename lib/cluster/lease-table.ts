@@ -1,9 +1,12 @@
 // Leases held in one JetStream KV bucket whose bucket-wide max_age is the lease TTL: `create` claims a key
 // only if nobody holds it, the holder renews with compare-and-set (`update` at its last revision), and a key
-// nobody renews expires on the server. A lost CAS or a failed renewal loses the lease at once; so does a lease
+// nobody renews expires on the server. Releasing removes the holder's own message by its sequence (no
+// delete marker is left behind, and a newer holder's message is never touched), and the live keys are
+// read from the stream's per-subject state in one request (a key listing through a consumer can wait
+// seconds for a heartbeat when keys expire while it runs). A lost CAS or a failed renewal loses the lease at once; so does a lease
 // whose last renewal is older than TTL minus one renewal period (a stalled event loop), so the holder always
 // lets go before the server lets another instance claim the key.
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
 
@@ -16,8 +19,8 @@ interface Held {
 
 export interface LeaseTableOptions {
   kv: KV;
-  /** The bucket's name, for log lines. */
-  name: string;
+  jsm: JetStreamManager;
+  bucket: string;
   ttlMs: number;
   renewMs: number;
   logger: Logger;
@@ -45,7 +48,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
 
   async function lose(key: string, reason: string): Promise<void> {
     if (!held.delete(key)) return;
-    logger.warn(`Lease ${options.name}/${key} lost: ${reason}`);
+    logger.warn(`Lease ${options.bucket}/${key} lost: ${reason}`);
     await options.onLost(key, reason);
   }
 
@@ -89,13 +92,13 @@ export function createLeaseTable(options: LeaseTableOptions) {
       );
     },
 
-    /** Lets go of `key` at once: deleted only if still at our revision, so another holder is never hit. */
+    /** Lets go of `key` at once: removes our revision only, so another holder is never hit. */
     async release(key: string): Promise<void> {
       const lease = held.get(key);
       if (!lease) return;
       held.delete(key);
       try {
-        await kv.delete(key, { previousSeq: lease.revision });
+        await options.jsm.streams.deleteMessage(streamName(options.bucket), lease.revision, false);
       } catch (err) {
         // Someone else already holds it, or NATS is away: the TTL frees it anyway.
         logger.debug({ err }, `Releasing ${key} failed`);
@@ -115,10 +118,13 @@ export function createLeaseTable(options: LeaseTableOptions) {
 
 export type LeaseTable = ReturnType<typeof createLeaseTable>;
 
-/** The keys currently present (held) in a bucket; expired and deleted keys are absent. */
-export async function liveKeys(kv: KV): Promise<string[]> {
-  // A renewal landing while the listing runs delivers its key a second time: count each key once.
-  const keys = new Set<string>();
-  for await (const key of await kv.keys()) keys.add(key);
-  return [...keys];
+const streamName = (bucket: string) => `KV_${bucket}`;
+
+/** The keys currently present (held) in a bucket; expired and released keys are absent. */
+export async function liveKeys(jsm: JetStreamManager, bucket: string): Promise<string[]> {
+  const info = await jsm.streams.info(streamName(bucket), { subjects_filter: '>' });
+  const prefix = `$KV.${bucket}.`;
+  return Object.keys(info.state.subjects ?? {})
+    .filter((subject) => subject.startsWith(prefix))
+    .map((subject) => subject.slice(prefix.length));
 }

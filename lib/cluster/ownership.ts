@@ -1,10 +1,11 @@
 // Shard ownership through KV leases. Membership is a lease per instance in the members bucket (its
 // presence is the whole membership protocol); each shard is a lease in the shards bucket held by exactly
-// one instance. Every renewal period an instance renews what it holds and balances: with M live members it
-// holds at most ceil(shards / M), releasing its least preferred shards when members join and claiming
-// free shards (its most preferred first) when it is below its share, so a dead instance's shards (expired
-// leases) are taken within about TTL + one period, and a rejoining instance gets shards back.
+// one instance. Every renewal period an instance renews what it holds, and twice per period it balances:
+// with M live members it holds at most ceil(shards / M), releasing its least preferred shards when members
+// join and claiming free shards (its most preferred first) when it is below its share, so a dead instance's
+// shards (expired leases) are taken within about TTL + half a period, and a rejoining one gets shards back.
 import Emittery from 'emittery';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { ClusterConfig } from '../config';
 import type { Logger } from '../logger';
@@ -19,12 +20,14 @@ export interface OwnershipEvents {
 export interface OwnershipDeps {
   shardsKv: KV;
   membersKv: KV;
+  jsm: JetStreamManager;
+  buckets: { shards: string; members: string };
   config: Pick<ClusterConfig, 'instanceId' | 'shards' | 'leaseTtlMs' | 'renewMs'>;
   logger: Logger;
 }
 
 export function createOwnership(deps: OwnershipDeps) {
-  const { shardsKv, membersKv } = deps;
+  const { shardsKv, membersKv, jsm, buckets } = deps;
   const { instanceId, shards, leaseTtlMs, renewMs } = deps.config;
   const log = deps.logger.child({ component: 'ClusterOwnership' });
   const events = new Emittery<OwnershipEvents>();
@@ -33,6 +36,8 @@ export function createOwnership(deps: OwnershipDeps) {
   const value = JSON.stringify({ instanceId });
   /** Shards being handed over: no longer served, their key not yet deleted. */
   const releasing = new Set<number>();
+  /** Shards just claimed whose acquired listeners (subscription, app) are still running: not served yet. */
+  const acquiring = new Set<number>();
 
   async function announce(event: keyof OwnershipEvents, shard: number): Promise<void> {
     try {
@@ -44,7 +49,8 @@ export function createOwnership(deps: OwnershipDeps) {
 
   const shardLeases = createLeaseTable({
     kv: shardsKv,
-    name: 'shards',
+    jsm,
+    bucket: buckets.shards,
     ttlMs: leaseTtlMs,
     renewMs,
     logger: log,
@@ -56,14 +62,16 @@ export function createOwnership(deps: OwnershipDeps) {
   // A lost membership lease is claimed again by the next balancing round; shards are leased on their own.
   const memberLeases = createLeaseTable({
     kv: membersKv,
-    name: 'members',
+    jsm,
+    bucket: buckets.members,
     ttlMs: leaseTtlMs,
     renewMs,
     logger: log,
     onLost: () => undefined,
   });
 
-  const owns = (shard: number) => shardLeases.holds(shardKey(shard)) && !releasing.has(shard);
+  const owns = (shard: number) =>
+    shardLeases.holds(shardKey(shard)) && !releasing.has(shard) && !acquiring.has(shard);
 
   function ownedShards(): number[] {
     return shardLeases
@@ -86,7 +94,7 @@ export function createOwnership(deps: OwnershipDeps) {
 
   async function balance(): Promise<void> {
     if (!memberLeases.holds(instanceId) && !(await memberLeases.claim(instanceId, value))) return;
-    const members = (await liveKeys(membersKv)).length;
+    const members = (await liveKeys(jsm, buckets.members)).length;
     const share = fairShare(shards, members);
     const owned = ownedShards();
     if (owned.length > share) {
@@ -96,13 +104,19 @@ export function createOwnership(deps: OwnershipDeps) {
       return;
     }
     if (owned.length === share || stopped) return;
-    const taken = new Set(await liveKeys(shardsKv));
+    const taken = new Set(await liveKeys(jsm, buckets.shards));
     const free = preference.filter((shard) => !taken.has(shardKey(shard)) && !releasing.has(shard));
     const claimed = await Promise.all(
       free.slice(0, share - owned.length).map(async (shard) => {
-        if (stopped || !(await shardLeases.claim(shardKey(shard), value))) return null;
-        await announce('acquired', shard);
-        return shard;
+        if (stopped) return null;
+        acquiring.add(shard);
+        try {
+          if (!(await shardLeases.claim(shardKey(shard), value))) return null;
+          await announce('acquired', shard);
+          return shard;
+        } finally {
+          acquiring.delete(shard);
+        }
       }),
     );
     const won = claimed.filter((shard) => shard !== null);
@@ -113,8 +127,8 @@ export function createOwnership(deps: OwnershipDeps) {
   let stopped = true;
   const loops: Array<{ timer: NodeJS.Timeout | null; running: Promise<void> | null }> = [];
 
-  /** Runs `work` every renewal period, never two at a time, logging (not throwing) its failures. */
-  function every(what: string, work: () => Promise<void>): void {
+  /** Runs `work` every `periodMs`, never two at a time, logging (not throwing) its failures. */
+  function every(periodMs: number, what: string, work: () => Promise<void>): void {
     const loop = { timer: null as NodeJS.Timeout | null, running: null as Promise<void> | null };
     loops.push(loop);
     const run = () => {
@@ -125,7 +139,7 @@ export function createOwnership(deps: OwnershipDeps) {
         .catch((err: unknown) => log.warn({ err }, `${what} failed; trying again`))
         .finally(() => {
           loop.running = null;
-          if (!stopped) loop.timer = setTimeout(run, Math.max(0, renewMs - (Date.now() - started)));
+          if (!stopped) loop.timer = setTimeout(run, Math.max(0, periodMs - (Date.now() - started)));
         });
     };
     run();
@@ -141,10 +155,11 @@ export function createOwnership(deps: OwnershipDeps) {
         throw new Error(`Cluster member ${instanceId} already exists: instance ids must be unique`);
       }
       stopped = false;
-      every('Renewing leases', () =>
+      every(renewMs, 'Renewing leases', () =>
         Promise.all([memberLeases.renewAll(), shardLeases.renewAll()]).then(() => undefined),
       );
-      every('Balancing shards', balance);
+      // Twice per renewal period: an expired owner's shards are noticed half a period sooner (two cheap reads).
+      every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balance);
     },
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {

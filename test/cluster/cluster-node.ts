@@ -1,5 +1,5 @@
 // A cluster node in its own process, for the tests that kill one with SIGKILL. Configured like the service
-// (NATS_URL, CLUSTER_*); answers every request with its instance id; prints its owned shards as JSON lines.
+// (NATS_URL, CLUSTER_*); answers every request with `{ servedBy: <instance id> }`; prints its owned shards as JSON lines.
 import { loadConfig } from '../../lib/config';
 import { createLogger } from '../../lib/logger';
 import { createCluster } from '../../lib/cluster/cluster';
@@ -9,14 +9,14 @@ const cluster = await createCluster({
   config: config.cluster!,
   logger: createLogger({ level: 'warn', format: 'line', out: process.stderr }),
 });
-cluster.serve(async ({ productId }) => ({ productId, instanceId: cluster.instanceId }));
+cluster.serve(async () => ({ servedBy: cluster.instanceId }));
 const report = (): void => {
   process.stdout.write(`${JSON.stringify({ owned: cluster.ownedShards() })}\n`);
 };
-cluster.onShardAcquired(report);
+// A shard counts as owned once its acquired listeners are done, so the owned set is also printed every 100 ms.
 cluster.onShardLost(report);
 await cluster.start();
-report();
+setInterval(report, 100);
 process.on('SIGTERM', () => {
   void cluster.close().then(() => process.exit(0));
 });

@@ -3,7 +3,6 @@
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
-import { liveKeys } from '../../lib/cluster/lease-table';
 import {
   cleanup,
   exactlyOnce,
@@ -23,7 +22,8 @@ async function bucketOwners(prefix: string): Promise<Map<string, string>> {
   try {
     const kv = await new Kvm(nc).open(bucketNames(prefix).shards);
     const owners = new Map<string, string>();
-    for (const key of await liveKeys(kv)) {
+    // Read through the KV API itself, independently of the lease table's own listing.
+    for await (const key of await kv.keys()) {
       const entry = await kv.get(key);
       if (entry && entry.operation === 'PUT')
         owners.set(key, entry.json<{ instanceId: string }>().instanceId);
