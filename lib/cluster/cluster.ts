@@ -50,11 +50,21 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     const kvm = new Kvm(jetstream(nc, { timeout }));
     const jsm = await jetstreamManager(nc, { timeout });
     const names = bucketNames(config.prefix);
-    const [shardsKv, membersKv] = await Promise.all([
-      openBucket(kvm, names.shards, config.leaseTtlMs),
-      openBucket(kvm, names.members, config.leaseTtlMs),
-    ]);
-    ownership = createOwnership({ shardsKv, membersKv, jsm, buckets: names, config, logger: deps.logger });
+    const openBuckets = () =>
+      Promise.all([
+        openBucket(kvm, names.shards, config.leaseTtlMs),
+        openBucket(kvm, names.members, config.leaseTtlMs),
+      ]);
+    const [shardsKv, membersKv] = await openBuckets();
+    ownership = createOwnership({
+      recreateBuckets: () => openBuckets().then(() => undefined),
+      shardsKv,
+      membersKv,
+      jsm,
+      buckets: names,
+      config,
+      logger: deps.logger,
+    });
   } catch (err) {
     await nc.close();
     throw err;
@@ -68,6 +78,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     retryAfterSeconds: Math.ceil((config.leaseTtlMs + config.renewMs) / 1000),
     shardOf: shardOfProduct,
     owns: ownership.owns,
+    connected: connection.isConnected,
     logger: deps.logger,
   });
   const events = createClusterEvents({

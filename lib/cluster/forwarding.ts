@@ -37,6 +37,8 @@ export interface ForwarderDeps {
   retryAfterSeconds: number;
   shardOf(productId: number): number;
   owns(shard: number): boolean;
+  /** While NATS is away a request would only wait for its timeout: refuse it at once. */
+  connected(): boolean;
   logger: Logger;
 }
 
@@ -127,6 +129,7 @@ export function createForwarder(deps: ForwarderDeps) {
         if (!handler) throw unavailable('This instance is not serving yet');
         return jsonCopy(await handler({ productId, shard, payload, origin: instanceId })) as T;
       }
+      if (!deps.connected()) throw unavailable('The cluster is unreachable');
       const envelope: RequestEnvelope = { v: 1, productId, payload, origin: instanceId };
       let reply: ReplyEnvelope;
       try {

@@ -13,6 +13,8 @@ export interface ConnectionEvents {
 export interface ClusterConnection {
   nc: NatsConnection;
   events: Emittery<ConnectionEvents>;
+  /** False between a disconnect and the next reconnect. */
+  isConnected(): boolean;
   /** Lets in-flight messages finish, then closes. */
   drain(): Promise<void>;
 }
@@ -32,14 +34,17 @@ export async function connectNats(deps: {
   });
   log.info(`Connected to NATS ${nc.getServer()} as ${deps.instanceId}`);
   const events = new Emittery<ConnectionEvents>();
+  let connected = true;
   void (async () => {
     for await (const status of nc.status()) {
       switch (status.type) {
         case 'disconnect':
+          connected = false;
           log.warn(`Disconnected from NATS ${status.server}`);
           await events.emit('disconnected');
           break;
         case 'reconnect':
+          connected = true;
           log.info(`Reconnected to NATS ${status.server}`);
           await events.emit('reconnected');
           break;
@@ -63,6 +68,7 @@ export async function connectNats(deps: {
   return {
     nc,
     events,
+    isConnected: () => connected && !nc.isClosed(),
     async drain() {
       if (!nc.isClosed()) await nc.drain();
     },

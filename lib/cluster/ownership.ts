@@ -5,7 +5,7 @@
 // join and claiming free shards (its most preferred first) when it is below its share, so a dead instance's
 // shards (expired leases) are taken within about TTL + half a period, and a rejoining one gets shards back.
 import Emittery from 'emittery';
-import type { JetStreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { ClusterConfig } from '../config';
 import type { Logger } from '../logger';
@@ -22,6 +22,8 @@ export interface OwnershipDeps {
   membersKv: KV;
   jsm: JetStreamManager;
   buckets: { shards: string; members: string };
+  /** Creates the buckets again (memory buckets are gone after a NATS restart). */
+  recreateBuckets(): Promise<void>;
   config: Pick<ClusterConfig, 'instanceId' | 'shards' | 'leaseTtlMs' | 'renewMs'>;
   logger: Logger;
 }
@@ -92,9 +94,24 @@ export function createOwnership(deps: OwnershipDeps) {
     }
   }
 
+  async function balanceOrRecreate(): Promise<void> {
+    try {
+      await balance();
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+      log.warn('The lease buckets are gone (NATS restarted?): creating them again');
+      await deps.recreateBuckets();
+    }
+  }
+
   async function balance(): Promise<void> {
-    if (!memberLeases.holds(instanceId) && !(await memberLeases.claim(instanceId, value))) return;
-    const members = (await liveKeys(jsm, buckets.members)).length;
+    // Read first: a missing bucket shows here as StreamNotFound (a failed claim would hide the reason).
+    const present = new Set(await liveKeys(jsm, buckets.members));
+    if (!memberLeases.holds(instanceId)) {
+      if (!(await memberLeases.claim(instanceId, value))) return;
+      present.add(instanceId);
+    }
+    const members = present.size;
     const share = fairShare(shards, members);
     const owned = ownedShards();
     if (owned.length > share) {
@@ -159,7 +176,7 @@ export function createOwnership(deps: OwnershipDeps) {
         Promise.all([memberLeases.renewAll(), shardLeases.renewAll()]).then(() => undefined),
       );
       // Twice per renewal period: an expired owner's shards are noticed half a period sooner (two cheap reads).
-      every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balance);
+      every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balanceOrRecreate);
     },
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {

@@ -216,6 +216,7 @@ natsTest('a request reaching an instance that just lost the shard is answered 50
       retryAfterSeconds: 4,
       shardOf: (id: number) => id % 64,
       logger: quietLogger(),
+      connected: () => true,
     };
     // Still subscribed to shard 3, but its lease is gone (owns() turned false before the subscription closed).
     const former = createForwarder({
