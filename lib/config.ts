@@ -1,5 +1,7 @@
 // The one configuration module: reads the environment once, validates it with yup, and fails fast
 // with one line naming the offending variable.
+import crypto from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import * as yup from 'yup';
 import { localJwtSecret } from './auth/local-jwt-secret';
@@ -124,9 +126,49 @@ const envSchema = yup.object({
   UPLOAD_MAX_PIXELS: int(1, 1_000_000_000).default(40_000_000),
   SELLER_MAX_PRODUCTS: int(1, 100_000_000).default(10_000),
   SELLER_MAX_IMAGE_BYTES: int(1, 1_000_000_000_000_000).default(1024 * 1024 * 1024),
+  NATS_URL: yup
+    .string()
+    .optional()
+    .test('nats-url', 'NATS_URL must be nats://host:port (several comma-separated)', (value) => {
+      if (!value) return true;
+      return value.split(',').every((server) => {
+        try {
+          const url = new URL(server.trim());
+          return ['nats:', 'tls:'].includes(url.protocol) && url.hostname !== '';
+        } catch {
+          return false;
+        }
+      });
+    }),
+  // Names of JetStream buckets and subject tokens: no dots, no wildcards.
+  CLUSTER_PREFIX: yup
+    .string()
+    .matches(/^[A-Za-z0-9_-]{1,40}$/, 'CLUSTER_PREFIX must be 1-40 letters, digits, _ or -')
+    .default('marketplace'),
+  CLUSTER_INSTANCE_ID: yup
+    .string()
+    .optional()
+    .matches(/^[A-Za-z0-9_-]{1,64}$/, 'CLUSTER_INSTANCE_ID must be 1-64 letters, digits, _ or -'),
+  CLUSTER_SHARDS: int(1, 4096).default(64),
+  CLUSTER_LEASE_TTL_MS: int(500, 60_000).default(3000),
+  CLUSTER_RENEW_MS: int(100, 30_000).default(1000),
+  CLUSTER_REQUEST_TIMEOUT_MS: int(100, 120_000).default(5000),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
+
+/** Cluster mode (lib/cluster), present only when NATS_URL is set. */
+export interface ClusterConfig {
+  natsUrl: string;
+  /** Subject prefix and bucket-name prefix: instances with the same prefix form one cluster. */
+  prefix: string;
+  /** This process's name in the cluster (membership key, connection name, event origin). */
+  instanceId: string;
+  shards: number;
+  leaseTtlMs: number;
+  renewMs: number;
+  requestTimeoutMs: number;
+}
 export type InventoryMode = 'actor' | 'transactional';
 
 export interface Config {
@@ -169,6 +211,7 @@ export interface Config {
   uploadMaxPixels: number;
   /** Per seller: live (not deleted) products, and bytes of stored images (deleted products' included). */
   quotas: { productsPerSeller: number; imageBytesPerSeller: number };
+  cluster: ClusterConfig | null;
   /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
   dbTimeouts: DbTimeouts;
   http: HttpLimits;
@@ -231,6 +274,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       'HTTP_HEADERS_TIMEOUT_MS',
       'Invalid configuration: HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS',
+    );
+  }
+
+  // Renewals must fit at least twice into a lease's life, or one slow renewal would lose every shard.
+  if (v.CLUSTER_RENEW_MS * 2 > v.CLUSTER_LEASE_TTL_MS) {
+    throw new ConfigError(
+      'CLUSTER_RENEW_MS',
+      'Invalid configuration: CLUSTER_RENEW_MS must be at most half of CLUSTER_LEASE_TTL_MS',
     );
   }
 
@@ -315,5 +366,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     uploadMaxPixels: v.UPLOAD_MAX_PIXELS,
     quotas: { productsPerSeller: v.SELLER_MAX_PRODUCTS, imageBytesPerSeller: v.SELLER_MAX_IMAGE_BYTES },
+    cluster: v.NATS_URL
+      ? {
+          natsUrl: v.NATS_URL,
+          prefix: v.CLUSTER_PREFIX,
+          instanceId: v.CLUSTER_INSTANCE_ID ?? defaultInstanceId(),
+          shards: v.CLUSTER_SHARDS,
+          leaseTtlMs: v.CLUSTER_LEASE_TTL_MS,
+          renewMs: v.CLUSTER_RENEW_MS,
+          requestTimeoutMs: v.CLUSTER_REQUEST_TIMEOUT_MS,
+        }
+      : null,
   };
+}
+
+/** Host name, pid and a random tail: unique even when a restarted process reuses a pid. */
+function defaultInstanceId(): string {
+  const host =
+    os
+      .hostname()
+      .replace(/[^A-Za-z0-9_-]/g, '-')
+      .slice(0, 40) || 'host';
+  return `${host}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
 }

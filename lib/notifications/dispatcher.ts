@@ -3,7 +3,7 @@
 // visible) and a log line carrying the request id of the request that caused it. Failed deliveries are
 // retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
-import type { Db } from '../db';
+import { dialect, type Db } from '../db';
 import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
 
@@ -55,16 +55,22 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   /** Delivers one batch of due rows; returns how many were due. */
   async function deliverBatch(): Promise<number> {
     const now = new Date();
-    const rows = (await db('notification_outbox')
-      .whereNull('delivered_at')
-      .where('next_attempt_at', '<=', now)
-      .orderBy('id')
-      .limit(batchSize)
-      .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts')) as PendingRow[];
-    if (rows.length === 0) return 0;
-    const ids = rows.map((row) => Number(row.id));
+    // Claimed inside the delivery transaction: on MySQL/MariaDB the rows stay locked until commit and other
+    // dispatchers (other instances on this database) skip them instead of delivering them a second time.
+    // SQLite has one writer, so its transaction alone serialises the claim. The order follows the pending
+    // index (delivered_at, next_attempt_at, id): ordering by id alone would filesort, and InnoDB would then
+    // lock every pending row, not just this batch, leaving nothing for the other dispatchers.
+    let rows: PendingRow[] = [];
     try {
       await db.transaction(async (trx) => {
+        const due = trx('notification_outbox')
+          .whereNull('delivered_at')
+          .where('next_attempt_at', '<=', now)
+          .orderBy([{ column: 'next_attempt_at' }, { column: 'id' }])
+          .limit(batchSize)
+          .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts');
+        rows = (await (dialect.isMysql(db) ? due.forUpdate().skipLocked() : due)) as PendingRow[];
+        if (rows.length === 0) return;
         await trx('notifications')
           .insert(
             rows.map((row) => ({
@@ -78,16 +84,22 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
           .onConflict('outbox_id')
           .ignore();
         await trx('notification_outbox')
-          .whereIn('id', ids)
+          .whereIn(
+            'id',
+            rows.map((row) => row.id),
+          )
+          .whereNull('delivered_at')
           .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
       });
     } catch (err) {
+      if (rows.length === 0) throw err; // nothing claimed: reading the outbox failed
       const message = safeErrorMessage(err); // stored in last_error: never SQL text or bound values
       log.warn({ err }, `Delivery of ${rows.length} notification(s) failed; retrying with backoff`);
       for (const row of rows) {
         const attempts = row.attempts + 1;
         await db('notification_outbox')
           .where('id', row.id)
+          .whereNull('delivered_at')
           .update({
             attempts,
             last_error: message.slice(0, 1000),
@@ -95,10 +107,12 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
           })
           .catch(() => undefined); // the database is down: the row stays due and is retried by the timer
       }
-      await events.emit('failed', { outboxIds: ids, error: message });
+      await events.emit('failed', { outboxIds: rows.map((row) => Number(row.id)), error: message });
       scheduleRetry(backoffMs(rows[0].attempts + 1, base, max));
       return 0;
     }
+    if (rows.length === 0) return 0;
+    const ids = rows.map((row) => Number(row.id));
     for (const row of rows) {
       const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
       const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';

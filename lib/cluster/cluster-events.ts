@@ -1,0 +1,69 @@
+// App events across instances on `<prefix>.events.<name>`, each carrying the instance it came from. Every
+// event reaches every subscriber, this instance's own included (marked `own`): the app decides what to skip.
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../logger';
+
+export interface ClusterEvent<P = unknown> {
+  name: string;
+  payload: P;
+  origin: string;
+  own: boolean;
+  /** ISO time of publication at the origin. */
+  at: string;
+}
+
+export type ClusterEventHandler<P = unknown> = (event: ClusterEvent<P>) => void | Promise<void>;
+
+const EVENT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function createClusterEvents(deps: {
+  nc: NatsConnection;
+  prefix: string;
+  instanceId: string;
+  logger: Logger;
+}) {
+  const log = deps.logger.child({ component: 'ClusterEvents' });
+  const subject = (name: string) => {
+    if (!EVENT_NAME.test(name)) throw new TypeError(`Bad cluster event name: ${name}`);
+    return `${deps.prefix}.events.${name}`;
+  };
+
+  return {
+    publish(name: string, payload: unknown): void {
+      deps.nc.publish(
+        subject(name),
+        JSON.stringify({ name, payload, origin: deps.instanceId, at: new Date().toISOString() }),
+      );
+    },
+
+    /**
+     * Calls `handler` for every `name` event; resolves (to the unsubscribe function) once the server knows
+     * the subscription, so no event published after that is missed.
+     */
+    async subscribe<P = unknown>(name: string, handler: ClusterEventHandler<P>): Promise<() => void> {
+      const sub = deps.nc.subscribe(subject(name), {
+        callback: (err, msg) => {
+          if (err) {
+            log.warn({ err }, `Subscription to ${name} events failed`);
+            return;
+          }
+          let event: ClusterEvent<P>;
+          try {
+            const body = msg.json<Omit<ClusterEvent<P>, 'own'>>();
+            event = { ...body, own: body.origin === deps.instanceId };
+          } catch (err) {
+            log.warn({ err }, `Malformed ${name} event ignored`);
+            return;
+          }
+          void Promise.resolve()
+            .then(() => handler(event))
+            .catch((failure: unknown) => log.error({ err: failure }, `A ${name} event handler failed`));
+        },
+      });
+      await deps.nc.flush();
+      return () => sub.unsubscribe();
+    },
+  };
+}
+
+export type ClusterEvents = ReturnType<typeof createClusterEvents>;

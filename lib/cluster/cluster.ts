@@ -1,0 +1,149 @@
+// Cluster mode (only when NATS_URL is set): one NATS connection, shard ownership through KV leases,
+// forwarding to a shard's owner, and app events. What the app uses:
+//   const cluster = await createCluster({ config: config.cluster, logger });
+//   cluster.serve(handler); cluster.onShardAcquired(...); cluster.onShardLost(...); cluster.onReconnected(...);
+//   await cluster.start();            // joins; shards arrive through onShardAcquired
+//   cluster.isOwner(productId) / cluster.request(productId, payload) / publish / subscribe
+//   await cluster.close();            // hands every shard over at once (graceful shutdown)
+import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import type { ClusterConfig } from '../config';
+import type { Logger } from '../logger';
+import { createClusterEvents, type ClusterEventHandler } from './cluster-events';
+import { createForwarder, type ShardHandler } from './forwarding';
+import { connectNats } from './nats-connection';
+import { createOwnership } from './ownership';
+import { shardOf } from './shards';
+
+export type { ClusterEvent, ClusterEventHandler } from './cluster-events';
+export type { ShardHandler, ShardRequest } from './forwarding';
+
+type Listener<T> = (value: T) => void | Promise<void>;
+
+export const bucketNames = (prefix: string) => ({ shards: `${prefix}-shards`, members: `${prefix}-members` });
+
+async function openBucket(kvm: Kvm, name: string, ttlMs: number): Promise<KV> {
+  // Leases need no durability: if NATS restarts, every holder's next compare-and-set fails and they claim again.
+  const kv = await kvm.create(name, { ttl: ttlMs, history: 1, storage: StorageType.Memory });
+  const status = await kv.status();
+  if (status.ttl !== ttlMs) {
+    throw new Error(
+      `KV bucket ${name} has a lease TTL of ${status.ttl} ms, this instance is configured with ${ttlMs} ms: every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS`,
+    );
+  }
+  return kv;
+}
+
+export async function createCluster(deps: { config: ClusterConfig; logger: Logger }) {
+  const { config } = deps;
+  const log = deps.logger.child({ component: 'Cluster' });
+  const connection = await connectNats({
+    url: config.natsUrl,
+    instanceId: config.instanceId,
+    logger: deps.logger,
+  });
+  const { nc } = connection;
+  let ownership: ReturnType<typeof createOwnership>;
+  try {
+    const timeout = Math.max(config.renewMs, 1000);
+    const kvm = new Kvm(jetstream(nc, { timeout }));
+    const jsm = await jetstreamManager(nc, { timeout });
+    const names = bucketNames(config.prefix);
+    const openBuckets = () =>
+      Promise.all([
+        openBucket(kvm, names.shards, config.leaseTtlMs),
+        openBucket(kvm, names.members, config.leaseTtlMs),
+      ]);
+    const [shardsKv, membersKv] = await openBuckets();
+    ownership = createOwnership({
+      recreateBuckets: () => openBuckets().then(() => undefined),
+      shardsKv,
+      membersKv,
+      jsm,
+      buckets: names,
+      config,
+      logger: deps.logger,
+    });
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+  const shardOfProduct = (productId: number) => shardOf(productId, config.shards);
+  const forwarder = createForwarder({
+    nc,
+    prefix: config.prefix,
+    instanceId: config.instanceId,
+    requestTimeoutMs: config.requestTimeoutMs,
+    retryAfterSeconds: Math.ceil((config.leaseTtlMs + config.renewMs) / 1000),
+    shardOf: shardOfProduct,
+    owns: ownership.owns,
+    connected: connection.isConnected,
+    logger: deps.logger,
+  });
+  const events = createClusterEvents({
+    nc,
+    prefix: config.prefix,
+    instanceId: config.instanceId,
+    logger: deps.logger,
+  });
+  // The forwarder's own listeners come first: a shard's subject is answered exactly while it is owned.
+  ownership.events.on('acquired', (shard) =>
+    forwarder.open(shard).catch((err: unknown) => log.warn({ err }, `Serving shard ${shard} failed`)),
+  );
+  ownership.events.on('lost', (shard) => forwarder.close(shard));
+  let closed = false;
+
+  return {
+    instanceId: config.instanceId,
+    shards: config.shards,
+    /** Joins the cluster: membership, then shards as this instance's fair share allows. */
+    start: () => ownership.start(),
+    /** The handler that answers requests for the shards this instance owns. */
+    serve(handler: ShardHandler): void {
+      forwarder.serve(handler);
+    },
+    onShardAcquired(listener: Listener<number>): () => void {
+      return ownership.events.on('acquired', listener);
+    },
+    /** The app stops the shard's actors here; the key is deleted (or lost) once listeners are done. */
+    onShardLost(listener: Listener<number>): () => void {
+      return ownership.events.on('lost', listener);
+    },
+    /** After NATS comes back: whatever was published meanwhile was missed. */
+    onReconnected(listener: Listener<void>): () => void {
+      return connection.events.on('reconnected', () => listener());
+    },
+    shardOf: shardOfProduct,
+    isOwner: (productId: number) => ownership.owns(shardOfProduct(productId)),
+    ownedShards: () => ownership.ownedShards().sort((a, b) => a - b),
+    request: forwarder.request,
+    publish: events.publish,
+    subscribe: <P = unknown>(name: string, handler: ClusterEventHandler<P>) =>
+      events.subscribe(name, handler),
+    /** Leaves: no new requests are served, answers in flight go out, then every lease is deleted at once. */
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await ownership.stop();
+      await forwarder.idle();
+      await connection.drain();
+      log.info(`Left the cluster as ${config.instanceId}`);
+    },
+  };
+}
+
+export type Cluster = Awaited<ReturnType<typeof createCluster>>;
+
+/** Deletes a cluster's buckets (tests clean up after their private prefixes). */
+export async function destroyClusterBuckets(natsUrl: string, prefix: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const name of Object.values(bucketNames(prefix))) {
+      await jsm.streams.delete(`KV_${name}`).catch(() => false);
+    }
+  } finally {
+    await nc.close();
+  }
+}

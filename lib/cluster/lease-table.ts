@@ -1,0 +1,130 @@
+// Leases held in one JetStream KV bucket whose bucket-wide max_age is the lease TTL: `create` claims a key
+// only if nobody holds it, the holder renews with compare-and-set (`update` at its last revision), and a key
+// nobody renews expires on the server. Releasing removes the holder's own message by its sequence (no
+// delete marker is left behind, and a newer holder's message is never touched), and the live keys are
+// read from the stream's per-subject state in one request (a key listing through a consumer can wait
+// seconds for a heartbeat when keys expire while it runs). A lost CAS or a failed renewal loses the lease at once; so does a lease
+// whose last renewal is older than TTL minus one renewal period (a stalled event loop), so the holder always
+// lets go before the server lets another instance claim the key.
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { Logger } from '../logger';
+
+interface Held {
+  value: string;
+  revision: number;
+  /** When the write that produced `revision` was sent (the server's TTL started after that). */
+  writtenAt: number;
+}
+
+export interface LeaseTableOptions {
+  kv: KV;
+  jsm: JetStreamManager;
+  bucket: string;
+  ttlMs: number;
+  renewMs: number;
+  logger: Logger;
+  /** Called once per lease this table loses without being asked to release it. */
+  onLost(key: string, reason: string): Promise<void> | void;
+  now?: () => number;
+}
+
+export function isTaken(err: unknown): boolean {
+  return (
+    err instanceof JetStreamApiError &&
+    (err.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      err.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
+}
+
+export function createLeaseTable(options: LeaseTableOptions) {
+  const { kv, ttlMs, renewMs, logger } = options;
+  const now = options.now ?? Date.now;
+  const held = new Map<string, Held>();
+
+  function valid(lease: Held): boolean {
+    return now() < lease.writtenAt + ttlMs - renewMs;
+  }
+
+  async function lose(key: string, reason: string): Promise<void> {
+    if (!held.delete(key)) return;
+    logger.warn(`Lease ${options.bucket}/${key} lost: ${reason}`);
+    await options.onLost(key, reason);
+  }
+
+  return {
+    /** Claims `key` if nobody holds it; false when someone does (or NATS did not answer). */
+    async claim(key: string, value: string): Promise<boolean> {
+      if (held.has(key)) return true;
+      const writtenAt = now();
+      try {
+        const revision = await kv.create(key, value);
+        held.set(key, { value, revision, writtenAt });
+        return true;
+      } catch (err) {
+        if (!isTaken(err)) logger.debug({ err }, `Claiming ${key} failed`);
+        return false;
+      }
+    },
+
+    /** Renews every lease (in parallel); each failure loses that lease. */
+    async renewAll(): Promise<void> {
+      await Promise.all(
+        [...held].map(async ([key, lease]) => {
+          if (!valid(lease)) return lose(key, 'not renewed in time');
+          const writtenAt = now();
+          try {
+            const revision = await kv.update(key, lease.value, lease.revision, renewMs);
+            // Released (or lost) while the renewal was in flight: the new revision is not ours to keep.
+            if (held.get(key) !== lease) return;
+            lease.revision = revision;
+            lease.writtenAt = writtenAt;
+          } catch (err) {
+            if (held.get(key) !== lease) return;
+            await lose(
+              key,
+              isTaken(err)
+                ? 'taken over (compare-and-set failed)'
+                : `renewal failed: ${(err as Error).message}`,
+            );
+          }
+        }),
+      );
+    },
+
+    /** Lets go of `key` at once: removes our revision only, so another holder is never hit. */
+    async release(key: string): Promise<void> {
+      const lease = held.get(key);
+      if (!lease) return;
+      held.delete(key);
+      try {
+        await options.jsm.streams.deleteMessage(streamName(options.bucket), lease.revision, false);
+      } catch (err) {
+        // Someone else already holds it, or NATS is away: the TTL frees it anyway.
+        logger.debug({ err }, `Releasing ${key} failed`);
+      }
+    },
+
+    holds(key: string): boolean {
+      const lease = held.get(key);
+      return lease !== undefined && valid(lease);
+    },
+
+    keys(): string[] {
+      return [...held.keys()];
+    },
+  };
+}
+
+export type LeaseTable = ReturnType<typeof createLeaseTable>;
+
+const streamName = (bucket: string) => `KV_${bucket}`;
+
+/** The keys currently present (held) in a bucket; expired and released keys are absent. */
+export async function liveKeys(jsm: JetStreamManager, bucket: string): Promise<string[]> {
+  const info = await jsm.streams.info(streamName(bucket), { subjects_filter: '>' });
+  const prefix = `$KV.${bucket}.`;
+  return Object.keys(info.state.subjects ?? {})
+    .filter((subject) => subject.startsWith(prefix))
+    .map((subject) => subject.slice(prefix.length));
+}

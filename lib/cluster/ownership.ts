@@ -1,0 +1,194 @@
+// Shard ownership through KV leases. Membership is a lease per instance in the members bucket (its
+// presence is the whole membership protocol); each shard is a lease in the shards bucket held by exactly
+// one instance. Every renewal period an instance renews what it holds, and twice per period it balances:
+// with M live members it holds at most ceil(shards / M), releasing its least preferred shards when members
+// join and claiming free shards (its most preferred first) when it is below its share, so a dead instance's
+// shards (expired leases) are taken within about TTL + half a period, and a rejoining one gets shards back.
+import Emittery from 'emittery';
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { ClusterConfig } from '../config';
+import type { Logger } from '../logger';
+import { createLeaseTable, liveKeys } from './lease-table';
+import { fairShare, preferenceOrder, shardFromKey, shardKey } from './shards';
+
+export interface OwnershipEvents {
+  acquired: number;
+  lost: number;
+}
+
+export interface OwnershipDeps {
+  shardsKv: KV;
+  membersKv: KV;
+  jsm: JetStreamManager;
+  buckets: { shards: string; members: string };
+  /** Creates the buckets again (memory buckets are gone after a NATS restart). */
+  recreateBuckets(): Promise<void>;
+  config: Pick<ClusterConfig, 'instanceId' | 'shards' | 'leaseTtlMs' | 'renewMs'>;
+  logger: Logger;
+}
+
+export function createOwnership(deps: OwnershipDeps) {
+  const { shardsKv, membersKv, jsm, buckets } = deps;
+  const { instanceId, shards, leaseTtlMs, renewMs } = deps.config;
+  const log = deps.logger.child({ component: 'ClusterOwnership' });
+  const events = new Emittery<OwnershipEvents>();
+  const preference = preferenceOrder(instanceId, shards);
+  const rank = new Map(preference.map((shard, index) => [shard, index]));
+  const value = JSON.stringify({ instanceId });
+  /** Shards being handed over: no longer served, their key not yet deleted. */
+  const releasing = new Set<number>();
+  /** Shards just claimed whose acquired listeners (subscription, app) are still running: not served yet. */
+  const acquiring = new Set<number>();
+
+  async function announce(event: keyof OwnershipEvents, shard: number): Promise<void> {
+    try {
+      await events.emit(event, shard);
+    } catch (err) {
+      log.error({ err }, `A shard ${event} listener failed (shard ${shard})`);
+    }
+  }
+
+  const shardLeases = createLeaseTable({
+    kv: shardsKv,
+    jsm,
+    bucket: buckets.shards,
+    ttlMs: leaseTtlMs,
+    renewMs,
+    logger: log,
+    onLost: (key) => {
+      const shard = shardFromKey(key);
+      return shard === null ? undefined : announce('lost', shard);
+    },
+  });
+  // A lost membership lease is claimed again by the next balancing round; shards are leased on their own.
+  const memberLeases = createLeaseTable({
+    kv: membersKv,
+    jsm,
+    bucket: buckets.members,
+    ttlMs: leaseTtlMs,
+    renewMs,
+    logger: log,
+    onLost: () => undefined,
+  });
+
+  const owns = (shard: number) =>
+    shardLeases.holds(shardKey(shard)) && !releasing.has(shard) && !acquiring.has(shard);
+
+  function ownedShards(): number[] {
+    return shardLeases
+      .keys()
+      .map(shardFromKey)
+      .filter((shard): shard is number => shard !== null && owns(shard))
+      .sort((a, b) => rank.get(a)! - rank.get(b)!);
+  }
+
+  /** Stops serving first, then deletes the key, so the next owner never overlaps with this one. */
+  async function release(shard: number): Promise<void> {
+    releasing.add(shard);
+    try {
+      await announce('lost', shard);
+      await shardLeases.release(shardKey(shard));
+    } finally {
+      releasing.delete(shard);
+    }
+  }
+
+  async function balanceOrRecreate(): Promise<void> {
+    try {
+      await balance();
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+      log.warn('The lease buckets are gone (NATS restarted?): creating them again');
+      await deps.recreateBuckets();
+    }
+  }
+
+  async function balance(): Promise<void> {
+    // Read first: a missing bucket shows here as StreamNotFound (a failed claim would hide the reason).
+    const present = new Set(await liveKeys(jsm, buckets.members));
+    if (!memberLeases.holds(instanceId)) {
+      if (!(await memberLeases.claim(instanceId, value))) return;
+      present.add(instanceId);
+    }
+    const members = present.size;
+    const share = fairShare(shards, members);
+    const owned = ownedShards();
+    if (owned.length > share) {
+      const extra = owned.slice(share);
+      log.info(`${members} members: handing over ${extra.length} shard(s) to keep ${share}`);
+      await Promise.all(extra.map(release));
+      return;
+    }
+    if (owned.length === share || stopped) return;
+    const taken = new Set(await liveKeys(jsm, buckets.shards));
+    const free = preference.filter((shard) => !taken.has(shardKey(shard)) && !releasing.has(shard));
+    const claimed = await Promise.all(
+      free.slice(0, share - owned.length).map(async (shard) => {
+        if (stopped) return null;
+        acquiring.add(shard);
+        try {
+          if (!(await shardLeases.claim(shardKey(shard), value))) return null;
+          await announce('acquired', shard);
+          return shard;
+        } finally {
+          acquiring.delete(shard);
+        }
+      }),
+    );
+    const won = claimed.filter((shard) => shard !== null);
+    if (won.length > 0)
+      log.info(`Acquired ${won.length} shard(s); ${ownedShards().length} of ${shards} held`);
+  }
+
+  let stopped = true;
+  const loops: Array<{ timer: NodeJS.Timeout | null; running: Promise<void> | null }> = [];
+
+  /** Runs `work` every `periodMs`, never two at a time, logging (not throwing) its failures. */
+  function every(periodMs: number, what: string, work: () => Promise<void>): void {
+    const loop = { timer: null as NodeJS.Timeout | null, running: null as Promise<void> | null };
+    loops.push(loop);
+    const run = () => {
+      loop.timer = null;
+      if (stopped) return;
+      const started = Date.now();
+      loop.running = work()
+        .catch((err: unknown) => log.warn({ err }, `${what} failed; trying again`))
+        .finally(() => {
+          loop.running = null;
+          if (!stopped) loop.timer = setTimeout(run, Math.max(0, periodMs - (Date.now() - started)));
+        });
+    };
+    run();
+  }
+
+  return {
+    events,
+    owns,
+    ownedShards,
+    /** Joins the cluster: registers as a member, then renews and balances every renewal period. */
+    async start(): Promise<void> {
+      if (!(await memberLeases.claim(instanceId, value))) {
+        throw new Error(`Cluster member ${instanceId} already exists: instance ids must be unique`);
+      }
+      stopped = false;
+      every(renewMs, 'Renewing leases', () =>
+        Promise.all([memberLeases.renewAll(), shardLeases.renewAll()]).then(() => undefined),
+      );
+      // Twice per renewal period: an expired owner's shards are noticed half a period sooner (two cheap reads).
+      every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balanceOrRecreate);
+    },
+    /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
+    async stop(): Promise<void> {
+      stopped = true;
+      for (const loop of loops) if (loop.timer) clearTimeout(loop.timer);
+      await Promise.all(loops.map((loop) => loop.running));
+      // Every key still in the table, also one whose renewal is overdue but not yet declared lost.
+      const held = shardLeases.keys().map(shardFromKey);
+      await Promise.all(held.filter((shard) => shard !== null).map(release));
+      await memberLeases.release(instanceId);
+    },
+  };
+}
+
+export type Ownership = ReturnType<typeof createOwnership>;

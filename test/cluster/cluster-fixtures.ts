@@ -1,0 +1,114 @@
+// Cluster tests run against the real NATS (JetStream) at 127.0.0.1:4222, or TEST_NATS_URL. They need no
+// database, so they run once, in the MySQL pass; on the SQLite pass they are registered as skipped with a
+// title saying so. Each test file gets its own subject prefix and bucket names, so files never meet.
+import crypto from 'node:crypto';
+import net from 'node:net';
+import test, { type Implementation } from 'ava';
+import { loadConfig, type ClusterConfig } from '../../lib/config';
+import { createLogger, type Logger } from '../../lib/logger';
+import { createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
+import { DB_KIND, LogCollector } from '../helpers/harness';
+
+export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+
+type Body = Implementation<[]>;
+
+/**
+ * Registers a cluster test: serial (the timings they assert must not compete with each other) on the MySQL
+ * pass, a skip whose title says so on the SQLite pass. The first one in a file also fails the file loudly
+ * when NATS does not answer, never passing silently.
+ */
+export function natsTest(title: string, body: Body): void {
+  if (DB_KIND !== 'mysql') {
+    test.skip(`${title} [NATS test: runs on the mysql pass only]`, body);
+    return;
+  }
+  if (!checked) {
+    checked = true;
+    test.before(natsAnswers);
+  }
+  test.serial(title, body);
+}
+let checked = false;
+
+async function natsAnswers(): Promise<void> {
+  const url = new URL(NATS_URL);
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect({ host: url.hostname, port: Number(url.port || 4222) });
+    socket.setTimeout(2000);
+    socket.once('data', (chunk) => {
+      socket.destroy();
+      if (chunk.toString().startsWith('INFO')) resolve();
+      else reject(new Error(`${NATS_URL} is not a NATS server`));
+    });
+    const fail = (why: string) => {
+      socket.destroy();
+      reject(
+        new Error(
+          `NATS does not answer at ${NATS_URL} (${why}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log`,
+        ),
+      );
+    };
+    socket.once('timeout', () => fail('timeout'));
+    socket.once('error', (err) => fail(err.message));
+  });
+}
+
+export const uniquePrefix = (label: string) => `t-${label}-${crypto.randomBytes(4).toString('hex')}`;
+
+export function clusterConfig(prefix: string, env: Record<string, string> = {}): ClusterConfig {
+  const config = loadConfig({ NODE_ENV: 'test', NATS_URL, CLUSTER_PREFIX: prefix, ...env });
+  return config.cluster!;
+}
+
+export const quietLogger = (): Logger =>
+  createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+
+export async function startNode(
+  prefix: string,
+  instanceId: string,
+  env: Record<string, string> = {},
+  logger: Logger = quietLogger(),
+): Promise<Cluster> {
+  return createCluster({
+    config: clusterConfig(prefix, { CLUSTER_INSTANCE_ID: instanceId, ...env }),
+    logger,
+  });
+}
+
+export async function cleanup(prefix: string, nodes: Array<Cluster | undefined>): Promise<void> {
+  await Promise.allSettled(nodes.map((node) => node?.close()));
+  await destroyClusterBuckets(NATS_URL, prefix);
+}
+
+/** Polls until `check` holds; on timeout throws with `describe()` (the state that did not converge). */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  ms: number,
+  describe: () => string,
+): Promise<number> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > ms) throw new Error(`not reached within ${ms} ms: ${describe()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return Date.now() - started;
+}
+
+/** Every shard owned by exactly one of `nodes`, none above `max`. */
+export function exactlyOnce(nodes: Cluster[], shards: number, max: number): boolean {
+  const owners = new Map<number, number>();
+  for (const node of nodes)
+    for (const shard of node.ownedShards()) owners.set(shard, (owners.get(shard) ?? 0) + 1);
+  return (
+    owners.size === shards &&
+    [...owners.values()].every((count) => count === 1) &&
+    nodes.every((node) => node.ownedShards().length <= max)
+  );
+}
+
+export const shareReport = (nodes: Cluster[]) =>
+  nodes.map((node) => `${node.instanceId}: ${node.ownedShards().length}`).join(', ');
+
+/** A product id in `shard`. */
+export const productIn = (shard: number, shards = 64, n = 1) => shard + shards * n;

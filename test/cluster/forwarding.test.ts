@@ -1,0 +1,309 @@
+// Forwarding to a shard's owner over real NATS request/reply, seen through the app's own error handler (so
+// status, headers and body are what a client would get): answers come from the owner, AppErrors keep their
+// class, status and code, and whatever keeps a request from an owner is a quick 503 with Retry-After.
+import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import Koa from 'koa';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../../lib/errors';
+import { errorHandler } from '../../lib/http/error-handler';
+import { createForwarder } from '../../lib/cluster/forwarding';
+import type { Cluster } from '../../lib/cluster/cluster';
+import { request as httpRequest } from '../helpers/harness';
+import {
+  cleanup,
+  exactlyOnce,
+  NATS_URL,
+  natsTest,
+  productIn,
+  quietLogger,
+  shareReport,
+  startNode,
+  uniquePrefix,
+  until,
+} from './cluster-fixtures';
+
+/** A one-route HTTP server: GET /products/:id asks the cluster for product :id through `via`. */
+async function gateway(via: Cluster) {
+  const app = new Koa();
+  app.use(errorHandler(quietLogger()));
+  app.use(async (ctx) => {
+    const productId = Number(ctx.path.split('/').pop());
+    ctx.body = await via.request(productId, { action: ctx.query.action ?? 'read' });
+  });
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    get: (productId: number, action = 'read') =>
+      httpRequest(url, 'GET', `/products/${productId}?action=${action}`),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+function serveAll(nodes: Cluster[]): void {
+  for (const node of nodes) {
+    node.serve(async ({ productId, payload, origin, shard }) => {
+      const { action } = payload as { action: string };
+      if (action === 'conflict')
+        throw new ConflictError('INSUFFICIENT_STOCK', `Product ${productId} is short`);
+      if (action === 'missing') throw new NotFoundError(`Product ${productId} not found`);
+      if (action === 'invalid') {
+        throw new ValidationError('Invalid request', [
+          { field: 'quantity', message: 'quantity must be at least 1' },
+        ]);
+      }
+      if (action === 'crash') throw new Error('a bug with a secret inside');
+      if (action === 'slow') await new Promise((resolve) => setTimeout(resolve, 2_000));
+      return { productId, shard, servedBy: node.instanceId, origin, at: new Date(0) };
+    });
+  }
+}
+
+natsTest(
+  'a request reaches the owner of its product, from any node, or runs in place on the owner',
+  async (t) => {
+    const prefix = uniquePrefix('fwd');
+    const nodes: Cluster[] = [];
+    const gateways: Array<Awaited<ReturnType<typeof gateway>>> = [];
+    try {
+      for (const id of ['a', 'b', 'c']) nodes.push(await startNode(prefix, `node-${id}`));
+      serveAll(nodes);
+      await Promise.all(nodes.map((node) => node.start()));
+      await until(
+        () => exactlyOnce(nodes, 64, 22),
+        10_000,
+        () => shareReport(nodes),
+      );
+      for (const node of nodes) gateways.push(await gateway(node));
+      for (const shard of [0, 7, 31, 63]) {
+        const productId = productIn(shard);
+        const owner = nodes.find((node) => node.isOwner(productId))!;
+        for (const [i, via] of nodes.entries()) {
+          const res = await gateways[i].get(productId);
+          t.is(res.status, 200);
+          // Dates arrive as JSON strings on both paths: the local call is JSON-copied too.
+          t.deepEqual(res.body, {
+            productId,
+            shard,
+            servedBy: owner.instanceId,
+            origin: via.instanceId,
+            at: '1970-01-01T00:00:00.000Z',
+          });
+        }
+      }
+    } finally {
+      await Promise.all(gateways.map((g) => g.close()));
+      await cleanup(prefix, nodes);
+    }
+  },
+);
+
+natsTest(
+  'an AppError thrown on the owner comes back as the same class, status, code, message and field errors; an unexpected error is a plain 500',
+  async (t) => {
+    const prefix = uniquePrefix('err');
+    const nodes: Cluster[] = [];
+    let front: Awaited<ReturnType<typeof gateway>> | undefined;
+    try {
+      for (const id of ['a', 'b']) nodes.push(await startNode(prefix, `node-${id}`));
+      serveAll(nodes);
+      await Promise.all(nodes.map((node) => node.start()));
+      await until(
+        () => exactlyOnce(nodes, 64, 32),
+        10_000,
+        () => shareReport(nodes),
+      );
+      const [caller, owner] = nodes;
+      const productId = productIn(owner.ownedShards()[0]);
+      t.false(caller.isOwner(productId));
+
+      const conflict = await t.throwsAsync(caller.request(productId, { action: 'conflict' }), {
+        instanceOf: ConflictError,
+      });
+      t.is(conflict.status, 409);
+      t.is(conflict.code, 'INSUFFICIENT_STOCK');
+      t.is(conflict.message, `Product ${productId} is short`);
+
+      front = await gateway(caller);
+      const missing = await front.get(productId, 'missing');
+      t.is(missing.status, 404);
+      t.like(missing.body, { status: 404, code: 'NOT_FOUND', message: `Product ${productId} not found` });
+
+      const invalid = await front.get(productId, 'invalid');
+      t.is(invalid.status, 400);
+      t.like(invalid.body, { status: 400, code: 'VALIDATION_ERROR', message: 'Invalid request' });
+      t.deepEqual(invalid.body.errors, [{ field: 'quantity', message: 'quantity must be at least 1' }]);
+
+      const crash = await front.get(productId, 'crash');
+      t.is(crash.status, 500);
+      t.like(crash.body, { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' });
+      t.false(crash.text.includes('secret'));
+    } finally {
+      await front?.close();
+      await cleanup(prefix, nodes);
+    }
+  },
+);
+
+natsTest(
+  'no owner ("no responders") is an immediate 503 SERVICE_UNAVAILABLE with Retry-After, not a hang',
+  async (t) => {
+    const prefix = uniquePrefix('none');
+    // A node that never joined owns nothing, and nobody else serves this prefix.
+    const lonely = await startNode(prefix, 'lonely');
+    const front = await gateway(lonely);
+    try {
+      const started = Date.now();
+      const res = await front.get(productIn(5));
+      t.true(Date.now() - started < 1000, `answered in ${Date.now() - started} ms`);
+      t.is(res.status, 503);
+      t.is(res.headers.get('retry-after'), '4'); // ceil((lease TTL 3 s + renewal 1 s) / 1 s)
+      t.like(res.body, {
+        status: 503,
+        code: 'SERVICE_UNAVAILABLE',
+        message: 'No instance serves shard 5 right now; please retry',
+      });
+    } finally {
+      await front.close();
+      await cleanup(prefix, [lonely]);
+    }
+  },
+);
+
+natsTest('an owner slower than CLUSTER_REQUEST_TIMEOUT_MS: 503 after the timeout, not a hang', async (t) => {
+  const prefix = uniquePrefix('slow');
+  const nodes: Cluster[] = [];
+  let front: Awaited<ReturnType<typeof gateway>> | undefined;
+  try {
+    for (const id of ['a', 'b'])
+      nodes.push(await startNode(prefix, `node-${id}`, { CLUSTER_REQUEST_TIMEOUT_MS: '300' }));
+    serveAll(nodes);
+    await Promise.all(nodes.map((node) => node.start()));
+    await until(
+      () => exactlyOnce(nodes, 64, 32),
+      10_000,
+      () => shareReport(nodes),
+    );
+    const productId = productIn(nodes[1].ownedShards()[0]);
+    front = await gateway(nodes[0]);
+    const started = Date.now();
+    const res = await front.get(productId, 'slow');
+    const elapsed = Date.now() - started;
+    t.true(elapsed >= 250 && elapsed < 1500, `answered in ${elapsed} ms`);
+    t.is(res.status, 503);
+    t.is(res.headers.get('retry-after'), '4');
+    t.like(res.body, {
+      code: 'SERVICE_UNAVAILABLE',
+      message: `Shard ${nodes[1].shardOf(productId)} did not answer; please retry`,
+    });
+  } finally {
+    await front?.close();
+    await cleanup(prefix, nodes);
+  }
+});
+
+natsTest('a request reaching an instance that just lost the shard is answered 503, never run', async (t) => {
+  const prefix = uniquePrefix('moved');
+  const connections: NatsConnection[] = [];
+  try {
+    for (let i = 0; i < 2; i++) connections.push(await connect({ servers: NATS_URL }));
+    let owned = true;
+    let ran = 0;
+    const common = {
+      prefix,
+      requestTimeoutMs: 1000,
+      retryAfterSeconds: 4,
+      shardOf: (id: number) => id % 64,
+      logger: quietLogger(),
+      connected: () => true,
+    };
+    // Still subscribed to shard 3, but its lease is gone (owns() turned false before the subscription closed).
+    const former = createForwarder({
+      ...common,
+      nc: connections[0],
+      instanceId: 'former',
+      owns: () => owned,
+    });
+    former.serve(async () => {
+      ran++;
+      return 'ran';
+    });
+    await former.open(3);
+    const caller = createForwarder({
+      ...common,
+      nc: connections[1],
+      instanceId: 'caller',
+      owns: () => false,
+    });
+    t.is(await caller.request(productIn(3), {}), 'ran');
+    owned = false;
+    const error = await t.throwsAsync(caller.request(productIn(3), {}), {
+      instanceOf: ServiceUnavailableError,
+    });
+    t.is(error.status, 503);
+    t.is(error.message, 'Shard 3 is moving; please retry');
+    t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
+    t.is(ran, 1);
+    await former.close(3);
+  } finally {
+    await Promise.all(connections.map((nc) => nc.close()));
+  }
+});
+
+natsTest(
+  'events reach every node with their origin, the publisher itself included (marked own)',
+  async (t) => {
+    const prefix = uniquePrefix('events');
+    const nodes: Cluster[] = [];
+    try {
+      for (const id of ['a', 'b']) nodes.push(await startNode(prefix, `node-${id}`));
+      const seen: Record<string, Array<{ payload: unknown; origin: string; own: boolean }>> = {
+        'node-a': [],
+        'node-b': [],
+      };
+      const unsubscribe = await Promise.all(
+        nodes.map((node) =>
+          node.subscribe<{ id: number }>('productChanged', ({ payload, origin, own, name, at }) => {
+            t.is(name, 'productChanged');
+            t.regex(at, /^\d{4}-\d{2}-\d{2}T/);
+            seen[node.instanceId].push({ payload, origin, own });
+          }),
+        ),
+      );
+      const other: unknown[] = [];
+      await nodes[1].subscribe('categoryChanged', ({ payload }) => void other.push(payload));
+      nodes[0].publish('productChanged', { id: 42 });
+      nodes[1].publish('productChanged', { id: 43 });
+      nodes[0].publish('categoryChanged', { id: 7 });
+      await until(
+        () => seen['node-a'].length === 2 && seen['node-b'].length === 2 && other.length === 1,
+        3000,
+        () => JSON.stringify(seen),
+      );
+      // Two publishers: NATS orders each one's messages, not the two together.
+      const byId = (list: Array<{ payload: unknown }>) =>
+        [...list].sort((x, y) => (x.payload as { id: number }).id - (y.payload as { id: number }).id);
+      t.deepEqual(byId(seen['node-a']), [
+        { payload: { id: 42 }, origin: 'node-a', own: true },
+        { payload: { id: 43 }, origin: 'node-b', own: false },
+      ]);
+      t.deepEqual(byId(seen['node-b']), [
+        { payload: { id: 42 }, origin: 'node-a', own: false },
+        { payload: { id: 43 }, origin: 'node-b', own: true },
+      ]);
+      t.deepEqual(other, [{ id: 7 }]);
+      unsubscribe[0]();
+      nodes[1].publish('productChanged', { id: 44 });
+      await until(
+        () => seen['node-b'].length === 3,
+        3000,
+        () => JSON.stringify(seen),
+      );
+      t.is(seen['node-a'].length, 2, 'no event after unsubscribing');
+      t.throws(() => nodes[0].publish('bad.name', {}), { instanceOf: TypeError });
+    } finally {
+      await cleanup(prefix, nodes);
+    }
+  },
+);

@@ -1,0 +1,112 @@
+// A NATS restart, on a private nats-server (its own port and store, so the shared one is never disturbed):
+// while NATS is away the node's renewals fail and it stops serving every shard (onShardLost) before its
+// leases could expire on the server, and refuses forwarded requests at once; when NATS is back the
+// connection reconnects by itself, the `reconnected` signal fires (caches flush on it), the lease buckets
+// (memory storage, gone with the restart) are created again and the node claims its shards again.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createCluster, type Cluster } from '../../lib/cluster/cluster';
+import { ServiceUnavailableError } from '../../lib/errors';
+import { clusterConfig, natsTest, quietLogger, uniquePrefix, until } from './cluster-fixtures';
+
+const NATS_SERVER = '/usr/sbin/nats-server';
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function startServer(port: number, storeDir: string): Promise<ChildProcess> {
+  const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
+    stdio: 'ignore',
+  });
+  await until(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const socket = net.connect({ host: '127.0.0.1', port }, () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      }),
+    10_000,
+    () => `nats-server on port ${port} did not start`,
+  );
+  return child;
+}
+
+natsTest(
+  'NATS restarts: the node stops serving its shards before their leases could expire on the server, reconnects by itself, signals reconnected and claims its shards again',
+  async (t) => {
+    t.true(fs.existsSync(NATS_SERVER), `${NATS_SERVER} is needed (apt-get install nats-server)`);
+    const port = await freePort();
+    const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nats-private-'));
+    let server = await startServer(port, storeDir);
+    let node: Cluster | undefined;
+    try {
+      const config = {
+        ...clusterConfig(uniquePrefix('reconnect'), { CLUSTER_SHARDS: '8' }),
+        natsUrl: `nats://127.0.0.1:${port}`,
+      };
+      node = await createCluster({ config, logger: quietLogger() });
+      const lost: number[] = [];
+      let reconnects = 0;
+      node.onShardLost((shard) => void lost.push(shard));
+      node.onReconnected(() => void reconnects++);
+      await node.start();
+      await until(
+        () => node!.ownedShards().length === 8,
+        5000,
+        () => `${node!.ownedShards().length} of 8`,
+      );
+
+      server.kill('SIGKILL');
+      await new Promise((resolve) => server.once('exit', resolve));
+      const awayAt = Date.now();
+      await until(
+        () => node!.ownedShards().length === 0,
+        4000,
+        () => `${node!.ownedShards().length} still owned`,
+      );
+      const stoppedAfter = Date.now() - awayAt;
+      t.log(`stopped serving ${stoppedAfter} ms after NATS went away`);
+      t.true(stoppedAfter < 3000, 'before the 3 s lease TTL lets anyone else claim them');
+      t.deepEqual(
+        [...lost].sort((a, b) => a - b),
+        [0, 1, 2, 3, 4, 5, 6, 7],
+      );
+      t.false(node.isOwner(3));
+      // Not left waiting for the request timeout: refused at once while NATS is away.
+      const refusedAt = Date.now();
+      await t.throwsAsync(node.request(3, {}), {
+        instanceOf: ServiceUnavailableError,
+        message: 'The cluster is unreachable; please retry',
+      });
+      t.true(Date.now() - refusedAt < 100);
+
+      server = await startServer(port, storeDir);
+      await until(
+        () => reconnects > 0,
+        10_000,
+        () => 'no reconnected signal',
+      );
+      await until(
+        () => node!.ownedShards().length === 8,
+        10_000,
+        () => `${node!.ownedShards().length} of 8 after reconnect`,
+      );
+      t.is(reconnects, 1);
+      t.true(node.isOwner(3));
+    } finally {
+      await node?.close();
+      server.kill('SIGKILL');
+      fs.rmSync(storeDir, { recursive: true, force: true });
+    }
+  },
+);
