@@ -190,45 +190,51 @@ export const productStockMachine = stockSetup.createMachine({
     ready: {
       description: 'Deciding commands in memory, one at a time',
       entry: 'replayDeferred',
-      after: { idle: { target: 'passivated', guard: 'holdsNothing' } },
-      on: {
-        // `reenter` restarts the idle timer on every command.
-        RESERVE: [
-          {
-            guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
-            target: 'ready',
-            reenter: true,
-            actions: [
-              { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
-              { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
-            ],
+      // Commands are targetless transitions (no exit/entry per command); only becoming idle starts the
+      // idle timer, and taking a reservation again cancels it by leaving `idle`.
+      initial: 'holding',
+      states: {
+        holding: {
+          description: 'Some units are reserved by orders not yet committed',
+          always: { guard: 'holdsNothing', target: 'idle' },
+          on: {
+            RESERVE: {
+              guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
+              actions: [
+                { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
+                { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
+              ],
+            },
           },
+        },
+        idle: {
+          description: 'Nothing reserved: passivates when nothing is reserved for `idleMs`',
+          after: { idle: { target: '#productStock.passivated' } },
+          on: {
+            RESERVE: {
+              guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
+              target: 'holding',
+              actions: [
+                { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
+                { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
+              ],
+            },
+          },
+        },
+      },
+      on: {
+        // A RESERVE that does not fit: re-read a stale view before refusing, else refuse.
+        RESERVE: [
           {
             guard: { type: 'viewIsStale', params: ({ event }) => ({ at: event.at }) },
             target: 'loading',
             actions: { type: 'defer', params: ({ event }) => ({ command: event }) },
           },
-          {
-            target: 'ready',
-            reenter: true,
-            actions: { type: 'replyRefused', params: ({ event }) => ({ command: event }) },
-          },
+          { actions: { type: 'replyRefused', params: ({ event }) => ({ command: event }) } },
         ],
-        RELEASE: {
-          target: 'ready',
-          reenter: true,
-          actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) },
-        },
-        COMMITTED: {
-          target: 'ready',
-          reenter: true,
-          actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) },
-        },
-        RESTOCKED: {
-          target: 'ready',
-          reenter: true,
-          actions: { type: 'restock', params: ({ event }) => ({ quantity: event.quantity }) },
-        },
+        RELEASE: { actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) } },
+        COMMITTED: { actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) } },
+        RESTOCKED: { actions: { type: 'restock', params: ({ event }) => ({ quantity: event.quantity }) } },
         RELOAD: { target: 'loading' },
         EXCLUSIVE: {
           target: 'writing',

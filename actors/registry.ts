@@ -159,7 +159,9 @@ export function createStockRegistry(options: RegistryOptions) {
       const entry = entries.get(productId);
       if (!entry) return null;
       const { context, value } = entry.actor.getSnapshot();
-      return { stock: context.product?.stock ?? 0, reserved: context.reserved, status: String(value) };
+      // The top-level state (`ready` covers its `holding` / `idle` substates).
+      const status = typeof value === 'string' ? value : Object.keys(value)[0];
+      return { stock: context.product?.stock ?? 0, reserved: context.reserved, status };
     },
     stop(): void {
       for (const entry of [...entries.values()]) {

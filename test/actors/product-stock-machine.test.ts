@@ -44,7 +44,8 @@ function start(load: () => Promise<ProductView | null>, input: { idleMs?: number
   const view = () => {
     const { context, value, status } = actor.getSnapshot();
     return {
-      value,
+      // the top-level state: `ready` has the substates `holding` and `idle`
+      value: typeof value === 'string' ? value : Object.keys(value)[0],
       status,
       stock: context.product?.stock,
       productStatus: context.product?.status,
@@ -126,6 +127,16 @@ test('an idle actor holding nothing passivates; a failed load fails the waiting 
   idle.send({ type: 'RELEASE', quantity: 1 });
   await new Promise((resolve) => setTimeout(resolve, 50));
   t.like(idle.view(), { value: 'passivated', status: 'done' });
+
+  // the idle time counts from when the actor last held nothing, not from its last command
+  const holding = start(async () => product(), { idleMs: 30 });
+  t.like(await holding.reserve(1), { ok: true });
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  t.like(holding.view(), { value: 'ready', status: 'active', reserved: 1 });
+  holding.send({ type: 'COMMITTED', quantity: 1 });
+  t.like(holding.view(), { value: 'ready', status: 'active', reserved: 0, stock: 2 });
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  t.like(holding.view(), { value: 'passivated', status: 'done' });
 
   const broken = start(async () => {
     throw new Error('database down');

@@ -207,6 +207,17 @@ test('malformed tokens and Authorization headers: 401 INVALID_TOKEN', async (t) 
   );
 });
 
+test('a token accepted (and cached as verified) is refused once its exp passes: 401 TOKEN_EXPIRED', async (t) => {
+  const shortLived = accessToken({ expiresIn: 4 }); // 3-4 s: exp is in whole seconds
+  const { exp } = jwt.decode(shortLived) as { exp: number };
+  const first = await me(shortLived);
+  t.is(first.status, 200);
+  t.is(first.body.id, buyer.id);
+  t.is((await me(shortLived)).status, 200);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, exp * 1000 - Date.now()) + 50));
+  assertError(t, await me(shortLived), 401, 'TOKEN_EXPIRED', '/api/v1/members/me');
+});
+
 test('the auth endpoints ignore a stale Authorization header: an expired access token cannot block its own refresh', async (t) => {
   const expired = accessToken({ expiresIn: -10 });
   const session = await login(buyer);
