@@ -81,6 +81,8 @@ const envSchema = yup.object({
   INVENTORY_MODE: yup.string().oneOf(['actor', 'transactional']).default('actor'),
   ACTOR_IDLE_MS: int(100, 86_400_000).default(60_000),
   SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  IDEMPOTENCY_LEASE_MS: int(200, 60_000).default(2_000),
+  IDEMPOTENCY_WAIT_MS: int(0, 60_000).default(3_000),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -103,6 +105,8 @@ export interface Config {
   inventoryMode: InventoryMode;
   actorIdleMs: number;
   shutdownTimeoutMs: number;
+  /** An idempotency claim's lease (renewed by its owner every quarter of it) and a duplicate's wait. */
+  idempotency: { leaseMs: number; waitMs: number };
 }
 
 export class ConfigError extends Error {
@@ -186,5 +190,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inventoryMode: v.INVENTORY_MODE as InventoryMode,
     actorIdleMs: v.ACTOR_IDLE_MS,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    idempotency: { leaseMs: v.IDEMPOTENCY_LEASE_MS, waitMs: v.IDEMPOTENCY_WAIT_MS },
   };
 }

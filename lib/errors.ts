@@ -88,3 +88,30 @@ export class ServiceUnavailableError extends AppError {
     super(503, 'SERVICE_UNAVAILABLE', message);
   }
 }
+
+/** A duplicate of a request that is still running (Idempotency-Key): retry later for its result. */
+export class IdempotencyKeyInProgressError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(
+      409,
+      'IDEMPOTENCY_KEY_IN_PROGRESS',
+      'The first request with this Idempotency-Key is still running; retry with the same key later',
+      { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
+  }
+}
+
+/**
+ * The connection was lost while the database committed: the orders may or may not exist, and it could
+ * not be checked. Retrying with the same Idempotency-Key answers the truth and never orders twice.
+ */
+export class CommitOutcomeUnknownError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(
+      503,
+      'COMMIT_OUTCOME_UNKNOWN',
+      'The database connection was lost while committing; retry with the same Idempotency-Key to learn the outcome',
+      { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
+  }
+}

@@ -36,7 +36,7 @@ export function createServices(deps: Deps) {
   const orders = createOrderService({
     db: deps.db,
     inventory,
-    idempotency: createIdempotencyStore(deps),
+    idempotency: createIdempotencyStore({ ...deps, ...deps.config.idempotency }),
     notifications: { wake: () => dispatcher.kick() },
   });
   const orderDiagram = createOrderDiagramService();
