@@ -153,6 +153,8 @@ const envSchema = yup.object({
   CLUSTER_LEASE_TTL_MS: int(500, 60_000).default(3000),
   CLUSTER_RENEW_MS: int(100, 30_000).default(1000),
   CLUSTER_REQUEST_TIMEOUT_MS: int(100, 120_000).default(5000),
+  IDEMPOTENCY_LEASE_MS: int(200, 60_000).default(2_000),
+  IDEMPOTENCY_WAIT_MS: int(0, 60_000).default(3_000),
 });
 
 export type Role = 'BUYER' | 'SELLER' | 'ADMIN';
@@ -212,6 +214,8 @@ export interface Config {
   /** Per seller: live (not deleted) products, and bytes of stored images (deleted products' included). */
   quotas: { productsPerSeller: number; imageBytesPerSeller: number };
   cluster: ClusterConfig | null;
+  /** An idempotency claim's lease (renewed by its owner every quarter of it) and a duplicate's wait. */
+  idempotency: { leaseMs: number; waitMs: number };
   /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
   dbTimeouts: DbTimeouts;
   http: HttpLimits;
@@ -377,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           requestTimeoutMs: v.CLUSTER_REQUEST_TIMEOUT_MS,
         }
       : null,
+    idempotency: { leaseMs: v.IDEMPOTENCY_LEASE_MS, waitMs: v.IDEMPOTENCY_WAIT_MS },
   };
 }
 

@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'INVALID_STATUS_TRANSITION',
   'ORDER_NOT_CANCELLABLE',
   'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_IN_PROGRESS',
   'PRODUCT_QUOTA_EXCEEDED',
   'IMAGE_QUOTA_EXCEEDED',
   'PAYLOAD_TOO_LARGE',
@@ -30,6 +31,7 @@ export const ERROR_CODES = [
   'TOO_MANY_REQUESTS',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
+  'COMMIT_OUTCOME_UNKNOWN',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -135,5 +137,32 @@ export class TooManyRequestsError extends AppError {
 export class ServiceUnavailableError extends AppError {
   constructor(message = 'Service unavailable', retryAfterSeconds = 1) {
     super(503, 'SERVICE_UNAVAILABLE', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+  }
+}
+
+/** A duplicate of a request that is still running (Idempotency-Key): retry later for its result. */
+export class IdempotencyKeyInProgressError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(
+      409,
+      'IDEMPOTENCY_KEY_IN_PROGRESS',
+      'The first request with this Idempotency-Key is still running; retry with the same key later',
+      { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
+  }
+}
+
+/**
+ * The connection was lost while the database committed: the orders may or may not exist, and it could
+ * not be checked. Retrying with the same Idempotency-Key answers the truth and never orders twice.
+ */
+export class CommitOutcomeUnknownError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(
+      503,
+      'COMMIT_OUTCOME_UNKNOWN',
+      'The database connection was lost while committing; retry with the same Idempotency-Key to learn the outcome',
+      { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
   }
 }

@@ -44,7 +44,7 @@ export function createServices(deps: Deps) {
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   const inventory = createInventory({ ...deps, catalog: createCatalogHooks(events) });
-  const idempotency = createIdempotencyStore(deps);
+  const idempotency = createIdempotencyStore({ ...deps, ...deps.config.idempotency });
   const orders = createOrderService({
     db: deps.db,
     inventory,

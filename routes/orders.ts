@@ -46,7 +46,11 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
           [404, 'NOT_FOUND: an unknown or deleted product'],
           [
             409,
-            'INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED',
+            'INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After)',
+          ],
+          [
+            503,
+            'COMMIT_OUTCOME_UNKNOWN: the connection was lost during COMMIT and the outcome could not be checked; retry with the same Idempotency-Key (Retry-After)',
           ],
           415,
           [

@@ -22,7 +22,7 @@ export function createInventory(deps: InventoryDeps): Inventory {
   }
 
   if (deps.config.inventoryMode === 'transactional')
-    return createTransactionalInventory({ db: deps.db, announce });
+    return createTransactionalInventory({ db: deps.db, logger: deps.logger, announce });
   const inventory = createActorInventory({
     db: deps.db,
     logger: deps.logger,

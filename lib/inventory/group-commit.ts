@@ -8,10 +8,12 @@
 // decides again.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
+import { CommitOutcomeUnknownError } from '../errors';
 import type { Logger } from '../logger';
 import type { Reservation, StockRegistry } from '../../actors/registry';
 import { totalsByProduct } from '../../actors/stock-rules';
-import type { AnnounceChanges, DecidedRequest, StockWriter } from './inventory';
+import { CommitNotApplied, transactionWithOutcome } from './commit-outcome';
+import { WriterRefused, type AnnounceChanges, type DecidedRequest, type StockWriter } from './inventory';
 import { deductStockBatch } from './stock-repository';
 
 /** The batch was rolled back for a reason that deciding again may fix; the reservations are released. */
@@ -65,6 +67,16 @@ async function writeAll(
   return results;
 }
 
+/** Whether a batch whose COMMIT was lost is in the database (each writer checks its own rows). */
+async function batchCommitted(db: Db, batch: Queued[], results: unknown[]): Promise<boolean> {
+  const byWriter = new Map<StockWriter<unknown, unknown>, unknown[]>();
+  batch.forEach((entry, index) =>
+    byWriter.set(entry.writer, [...(byWriter.get(entry.writer) ?? []), results[index]]),
+  );
+  for (const [writer, written] of byWriter) if (!(await writer.committed(db, written))) return false;
+  return true;
+}
+
 export function createGroupCommit(options: GroupCommitOptions) {
   const { db, registry } = options;
   const log = options.logger.child({ component: 'GroupCommit' });
@@ -77,17 +89,29 @@ export function createGroupCommit(options: GroupCommitOptions) {
     const changes = totalsByProduct(batch.flatMap((entry) => entry.reservations));
     let results: unknown[];
     try {
-      results = await db.transaction(async (trx) => {
-        const now = new Date();
-        if (!(await deductStockBatch(trx, changes, now)))
-          throw new GuardRefused(changes.map((change) => change.productId));
-        return writeAll(trx, batch, now);
-      });
+      results = await transactionWithOutcome(
+        { db, logger: options.logger, committed: (written) => batchCommitted(db, batch, written) },
+        async (trx) => {
+          const now = new Date();
+          if (!(await deductStockBatch(trx, changes, now)))
+            throw new GuardRefused(changes.map((change) => change.productId));
+          return writeAll(trx, batch, now);
+        },
+      );
     } catch (err) {
       for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
       if (err instanceof GuardRefused) {
         for (const productId of err.productIds) registry.reload(productId);
         for (const entry of batch) entry.reject(new RetryPlacement(err.message));
+      } else if (err instanceof WriterRefused) {
+        const refused = new Map(err.refused.map(({ request, error }) => [request, error]));
+        for (const entry of batch)
+          entry.reject(refused.get(entry.request) ?? new RetryPlacement(err.message));
+      } else if (err instanceof CommitNotApplied || err instanceof CommitOutcomeUnknownError) {
+        // Whichever way the COMMIT went, the actors re-read the products before deciding again.
+        for (const change of changes) registry.reload(change.productId);
+        const retry = err instanceof CommitNotApplied;
+        for (const entry of batch) entry.reject(retry ? new RetryPlacement(err.message) : err);
       } else if (isDeadlock(err)) {
         for (const entry of batch) entry.reject(new RetryPlacement('deadlock'));
       } else {

@@ -3,7 +3,7 @@
 // (per-product stock actors + group commit, the default) and `transactional` (one transaction per
 // request with row locks, the baseline). The inventory knows nothing of orders: the caller passes the
 // writer of its own rows, which runs inside the transaction that deducts the stock.
-import type { Trx } from '../db';
+import type { Db, Trx } from '../db';
 import type { ProductView, StockChange } from '../../actors/stock-rules';
 
 export type { ProductView, StockChange } from '../../actors/stock-rules';
@@ -32,6 +32,22 @@ export interface StockWriter<D, R> {
   check(request: DecidedRequest<D>): void;
   /** Writes `batch` inside the transaction that deducts its stock; one result per request, in order. */
   write(trx: Trx, batch: DecidedRequest<D>[], now: Date): Promise<R[]>;
+  /**
+   * After the connection was lost during COMMIT: whether `written` (what `write` returned) is in the
+   * database. One transaction wrote it all, so it is all there or none of it.
+   */
+  committed(db: Db, written: R[]): Promise<boolean>;
+}
+
+/**
+ * Thrown by a writer inside the transaction when some requests of a batch must not be written (their
+ * error says why); the transaction rolls back and the other requests decide again.
+ */
+export class WriterRefused extends Error {
+  constructor(readonly refused: Array<{ request: DecidedRequest<unknown>; error: Error }>) {
+    super(`The writer refused ${refused.length} request(s)`);
+    this.name = 'WriterRefused';
+  }
 }
 
 export interface Inventory {

@@ -3,8 +3,11 @@
 // run the caller's writer. SQLite ignores FOR UPDATE but runs one writer at a time.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
+import type { Logger } from '../logger';
+import { CommitNotApplied, transactionWithOutcome } from './commit-outcome';
+import { WriterRefused } from './inventory';
 import { judgeLine, totalsByProduct } from '../../actors/stock-rules';
-import type { AnnounceChanges, DecidedLine, Inventory } from './inventory';
+import type { AnnounceChanges, DecidedLine, Inventory, StockRequest, StockWriter } from './inventory';
 import { refusalError } from './refusal-error';
 import { deductStock, loadProductViews, restoreStock } from './stock-repository';
 
@@ -12,19 +15,22 @@ const MAX_ATTEMPTS = 5;
 
 export function createTransactionalInventory({
   db,
+  logger,
   announce,
 }: {
   db: Db;
+  logger: Logger;
   announce: AnnounceChanges;
 }): Inventory {
   return {
     mode: 'transactional',
 
-    async place(request, writer) {
+    async place<D, R>(request: StockRequest<D>, writer: StockWriter<D, R>): Promise<R> {
       const items = [...request.items].sort((a, b) => a.productId - b.productId);
       for (let attempt = 1; ; attempt++) {
         try {
-          const result = await db.transaction(async (trx) => {
+          const outcome = { db, logger, committed: (written: R) => writer.committed(db, [written]) };
+          const result = await transactionWithOutcome(outcome, async (trx) => {
             const views = await loadProductViews(
               trx,
               items.map((item) => item.productId),
@@ -49,7 +55,9 @@ export function createTransactionalInventory({
           await announce(items.map((item) => item.productId));
           return result;
         } catch (err) {
-          if (isDeadlock(err) && attempt < MAX_ATTEMPTS) continue;
+          // A lost COMMIT that did not apply wrote nothing: deciding again is safe.
+          if ((isDeadlock(err) || err instanceof CommitNotApplied) && attempt < MAX_ATTEMPTS) continue;
+          if (err instanceof WriterRefused) throw err.refused[0].error;
           throw err;
         }
       }

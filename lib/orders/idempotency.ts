@@ -1,27 +1,38 @@
 // Idempotency-Key for order placement (API.md): the same buyer and key within 24 h get the first
 // response again and nothing new is created; the same key with a different body is 409
-// IDEMPOTENCY_KEY_REUSED. The key row is claimed BEFORE the work (a unique index on buyer+key), so
-// concurrent duplicates wait for the first one instead of placing a second order; the successful
-// response is stored in the same transaction as the orders. A failed attempt frees the key.
+// IDEMPOTENCY_KEY_REUSED. The key row is claimed BEFORE the work (a unique index on buyer+key), and the
+// successful response is stored in the same transaction as the orders. A failed attempt frees the key.
+//
+// A claim belongs to one process (`owner_id`) and lives as long as its lease (`lease_until`), which the
+// owner renews while its request runs. A duplicate never takes a claim over by age: only when the lease
+// ran out (the owner died, or lost the database for longer than a lease), with a compare-and-set in SQL,
+// so any number of instances on one database agree on one owner. The orders' transaction re-checks the
+// ownership (the fence in order-repository.ts), so an owner that lost its claim cannot commit a second order.
 import crypto from 'node:crypto';
 import type { Db } from '../db';
 import { affectedRows, isUniqueViolation } from '../db';
-import { ConflictError, ServiceUnavailableError } from '../errors';
+import { ConflictError, IdempotencyKeyInProgressError } from '../errors';
+import type { Logger } from '../logger';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** A claim without a response this old was left by a crashed process (the response is written with the orders). */
-const STALE_CLAIM_MS = 30_000;
-const WAIT_LIMIT_MS = 30_000;
+const POLL_MS = 50;
 
-export type IdempotencyClaim =
-  { kind: 'claimed'; id: number } | { kind: 'replay'; status: number; body: unknown };
+/** A claim held by this process: `end()` stops renewing its lease once the request is over. */
+export interface HeldClaim {
+  kind: 'claimed';
+  id: number;
+  owner: string;
+  end(): void;
+}
+
+export type IdempotencyClaim = HeldClaim | { kind: 'replay'; status: number; body: unknown };
 
 interface KeyRow {
   id: number;
   request_hash: string;
   response_status: number | null;
   response_body: string | null;
-  created_at: Date | string | number;
+  lease_until: Date | string | number | null;
   expires_at: Date | string | number;
 }
 
@@ -46,12 +57,59 @@ export function requestHash(body: unknown): string {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function createIdempotencyStore({ db }: { db: Db }) {
+export interface IdempotencyStoreDeps {
+  db: Db;
+  logger: Logger;
+  /** How long a claim stays owned without a renewal; renewed every quarter of it. */
+  leaseMs: number;
+  /** How long a duplicate waits for the first request's result before 409 IDEMPOTENCY_KEY_IN_PROGRESS. */
+  waitMs: number;
+}
+
+export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: IdempotencyStoreDeps) {
+  const log = logger.child({ component: 'Idempotency' });
+  /** This process, as the owner of its claims. */
+  const owner = `${process.pid}-${crypto.randomBytes(8).toString('hex')}`;
+  const retryAfterSeconds = Math.max(1, Math.ceil(leaseMs / 1000));
+
+  /** Renews the claim's lease until `end()` (or until the claim is answered or lost). */
+  function hold(id: number): HeldClaim {
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    const renew = async () => {
+      try {
+        const renewed = affectedRows(
+          await db('idempotency_keys')
+            .where({ id, owner_id: owner })
+            .whereNull('response_status')
+            .update({ lease_until: new Date(Date.now() + leaseMs) }),
+        );
+        if (renewed === 0) ended = true; // answered, or taken over: nothing left to keep alive
+      } catch (err) {
+        // A missed renewal is not fatal: the lease covers three more.
+        log.warn({ err: { message: (err as Error).message } }, 'Renewing an idempotency lease failed');
+      }
+      if (!ended) timer = setTimeout(() => void renew(), leaseMs / 4);
+    };
+    timer = setTimeout(() => void renew(), leaseMs / 4);
+    return {
+      kind: 'claimed',
+      id,
+      owner,
+      end() {
+        ended = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
   return {
+    owner,
+
     /** Claims `key` for this request, or returns the stored response of the first request with it. */
     async claim(buyerId: number, key: string, body: unknown): Promise<IdempotencyClaim> {
       const hash = requestHash(body);
-      const deadline = Date.now() + WAIT_LIMIT_MS;
+      const deadline = Date.now() + waitMs;
       for (;;) {
         const now = new Date();
         try {
@@ -63,8 +121,10 @@ export function createIdempotencyStore({ db }: { db: Db }) {
             response_body: null,
             created_at: now,
             expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+            owner_id: owner,
+            lease_until: new Date(now.getTime() + leaseMs),
           });
-          return { kind: 'claimed', id: Number(id) };
+          return hold(Number(id));
         } catch (err) {
           if (!isUniqueViolation(err)) throw err;
         }
@@ -88,13 +148,23 @@ export function createIdempotencyStore({ db }: { db: Db }) {
             body: JSON.parse(row.response_body ?? 'null'),
           };
         }
-        if (now.getTime() - new Date(row.created_at).getTime() > STALE_CLAIM_MS) {
-          await db('idempotency_keys').where('id', row.id).whereNull('response_status').delete();
+        if (row.lease_until === null || new Date(row.lease_until).getTime() < now.getTime()) {
+          // The owner is gone. Compare-and-set: of several duplicates (on any instance) one wins.
+          const taken = affectedRows(
+            await db('idempotency_keys')
+              .where('id', row.id)
+              .whereNull('response_status')
+              .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', now))
+              .update({ owner_id: owner, lease_until: new Date(Date.now() + leaseMs) }),
+          );
+          if (taken === 1) {
+            log.info({ claimId: row.id }, 'Took over an idempotency claim whose owner is gone');
+            return hold(row.id);
+          }
           continue;
         }
-        if (Date.now() > deadline)
-          throw new ServiceUnavailableError('The first request with this Idempotency-Key is still running');
-        await sleep(20); // the first request with this key is still running
+        if (Date.now() + POLL_MS > deadline) throw new IdempotencyKeyInProgressError(retryAfterSeconds);
+        await sleep(POLL_MS); // the first request with this key is still running
       }
     },
 
@@ -113,9 +183,13 @@ export function createIdempotencyStore({ db }: { db: Db }) {
       }
     },
 
-    /** Frees a claim whose request failed (its response was never stored). */
-    async release(id: number): Promise<void> {
-      await db('idempotency_keys').where('id', id).whereNull('response_status').delete();
+    /** Frees a claim whose request failed (its response was never stored), unless another process took it. */
+    async release(claim: HeldClaim): Promise<void> {
+      claim.end();
+      await db('idempotency_keys')
+        .where({ id: claim.id, owner_id: claim.owner })
+        .whereNull('response_status')
+        .delete();
     },
   };
 }

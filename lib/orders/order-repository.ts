@@ -20,6 +20,8 @@ export interface Placement {
   lines: DecidedLine[];
   /** idempotency_keys row whose response is written in the same transaction. */
   idempotencyKeyId?: number;
+  /** The process that owns that claim (checked in the transaction: a claim taken over is not answered twice). */
+  idempotencyOwner?: string;
   /** Request that placed it (written with the outbox rows, logged on delivery). */
   requestId?: string;
 }
@@ -163,6 +165,35 @@ export function createOrderRepository(db: Db) {
 }
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
+
+/**
+ * Inside the orders' transaction, before anything is written: the placements whose idempotency claim is
+ * no longer theirs (its lease ran out and another request took it over). The UPDATE also locks each
+ * claim row until COMMIT, so a takeover cannot slip in between this check and the stored response.
+ */
+export async function lostClaims(trx: Trx, placements: Placement[]): Promise<number[]> {
+  const lost: number[] = [];
+  for (const [index, placement] of placements.entries()) {
+    if (placement.idempotencyKeyId === undefined) continue;
+    const held = affectedRows(
+      await trx('idempotency_keys')
+        .where({ id: placement.idempotencyKeyId, owner_id: placement.idempotencyOwner ?? null })
+        .whereNull('response_status')
+        .update({ owner_id: placement.idempotencyOwner }),
+    );
+    if (held !== 1) lost.push(index);
+  }
+  return lost;
+}
+
+/** Whether orders with these numbers exist (after a lost COMMIT: did it apply?). */
+export async function ordersExist(db: Db, orderNumbers: string[]): Promise<boolean> {
+  if (orderNumbers.length === 0) return false;
+  const found = (await db('orders').whereIn('order_number', orderNumbers).count({ n: '*' }).first()) as {
+    n: number | string;
+  };
+  return Number(found.n) > 0;
+}
 
 /**
  * Writes decided placements inside the caller's transaction (one order request or a whole group-commit

@@ -10,7 +10,8 @@ import type { Inventory } from '../inventory/inventory';
 import { currentRequestId } from '../request-context';
 import { totalsByProduct } from '../../actors/stock-rules';
 import { nextStatus, SELLER_EVENT_FOR_TARGET, type OrderStatus } from '../../actors/order-lifecycle-machine';
-import type { IdempotencyStore } from './idempotency';
+import { CommitOutcomeUnknownError } from '../errors';
+import type { HeldClaim, IdempotencyStore } from './idempotency';
 import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
 import { createOrderRepository, type OrderHead } from './order-repository';
@@ -50,12 +51,12 @@ export function createOrderService(deps: OrderServiceDeps) {
   return {
     /** POST /orders. Replays the stored orders for a repeated Idempotency-Key. */
     async place(buyerId: number, body: CreateOrderBody, idempotencyKey?: string): Promise<PlaceResult> {
-      let claimId: number | undefined;
+      let claim: HeldClaim | undefined;
       if (idempotencyKey !== undefined) {
-        const claim = await deps.idempotency.claim(buyerId, idempotencyKey, body);
-        if (claim.kind === 'replay')
-          return { orders: (claim.body as { orders: OrderJson[] }).orders, replayed: true };
-        claimId = claim.id;
+        const claimed = await deps.idempotency.claim(buyerId, idempotencyKey, body);
+        if (claimed.kind === 'replay')
+          return { orders: (claimed.body as { orders: OrderJson[] }).orders, replayed: true };
+        claim = claimed;
       }
       try {
         const placed = await inventory.place(
@@ -64,16 +65,23 @@ export function createOrderService(deps: OrderServiceDeps) {
             details: {
               buyerId,
               address: body.shippingAddress,
-              idempotencyKeyId: claimId,
+              idempotencyKeyId: claim?.id,
+              idempotencyOwner: claim?.owner,
               requestId: currentRequestId(),
             },
           },
           orderWriter,
         );
+        claim?.end();
         notifications.wake();
         return { orders: placed, replayed: false };
       } catch (err) {
-        if (claimId !== undefined) await deps.idempotency.release(claimId).catch(() => undefined);
+        if (claim) {
+          // After a lost COMMIT the orders may exist: keep the claim (its lease runs out) so the retry
+          // with the same key finds the stored response or takes the claim over, never orders twice.
+          if (err instanceof CommitOutcomeUnknownError) claim.end();
+          else await deps.idempotency.release(claim).catch(() => undefined);
+        }
         throw err;
       }
     },

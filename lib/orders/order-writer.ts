@@ -1,10 +1,10 @@
 // The orders area's half of placing: what the inventory runs, for each decided order request, before
 // anything is written (the amount check) and inside the transaction that deducts the stock (the INSERTs
 // of order-repository.ts). The inventory knows nothing of orders beyond this StockWriter.
-import { ValidationError } from '../errors';
-import type { DecidedRequest, StockWriter } from '../inventory/inventory';
+import { IdempotencyKeyInProgressError, ValidationError } from '../errors';
+import { WriterRefused, type DecidedRequest, type StockWriter } from '../inventory/inventory';
 import type { OrderJson } from './order-json';
-import { insertPlacements, type Placement } from './order-repository';
+import { insertPlacements, lostClaims, ordersExist, type Placement } from './order-repository';
 
 /** What an order request carries besides its lines. */
 export type OrderDetails = Omit<Placement, 'lines'>;
@@ -36,10 +36,20 @@ function assertAmountsFit({ lines }: DecidedRequest<OrderDetails>): void {
 /** One order request's placed orders (one per seller). */
 export const orderWriter: StockWriter<OrderDetails, OrderJson[]> = {
   check: assertAmountsFit,
-  write: (trx, batch, now) =>
-    insertPlacements(
-      trx,
-      batch.map((decided) => ({ ...decided.details, lines: decided.lines })),
-      now,
+  async write(trx, batch, now) {
+    const placements = batch.map((decided) => ({ ...decided.details, lines: decided.lines }));
+    const lost = await lostClaims(trx, placements);
+    if (lost.length > 0) {
+      // Its duplicate owns the key now and answers it; this request must not order a second time.
+      throw new WriterRefused(
+        lost.map((index) => ({ request: batch[index], error: new IdempotencyKeyInProgressError(1) })),
+      );
+    }
+    return insertPlacements(trx, placements, now);
+  },
+  committed: (db, written) =>
+    ordersExist(
+      db,
+      written.flatMap((orders) => orders.map((order) => order.orderNumber)),
     ),
 };

@@ -1,5 +1,5 @@
 // Idempotency-Key edge cases: an expired key (24 h) is a new request; a claim left without a response by
-// a crashed process is taken over; the stored response is replayed even after the order changed.
+// a crashed process is taken over (see idempotency-lease.test.ts for leases); the stored response is replayed even after the order changed.
 import test from 'ava';
 import { requestHash } from '../../lib/orders/idempotency';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -35,7 +35,7 @@ test('a key older than 24 h is forgotten: the same key places a new order', asyn
   t.deepEqual(await productRow(app, p), { stock: 8, status: 'ON_SALE', salesCount: 2 });
 });
 
-test('a claim a crashed process left without a response is taken over after 30 s', async (t) => {
+test('a claim left without a response or lease (written before leases existed) is taken over at once', async (t) => {
   const { buyer, product } = await world(app);
   const p = await product({ stockQuantity: 10 });
   const body = orderBody([{ productId: p, quantity: 1 }]);

@@ -1,0 +1,58 @@
+// A transaction whose COMMIT was sent but not acknowledged (the connection dropped) may or may not have
+// committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist;
+// only when that cannot be learned either is the outcome reported as unknown.
+import type { Db, Trx } from '../db';
+import { CommitOutcomeUnknownError } from '../errors';
+import type { Logger } from '../logger';
+
+/** The transaction was rolled back (its COMMIT was lost before the server applied it): nothing exists. */
+export class CommitNotApplied extends Error {
+  constructor() {
+    super('The COMMIT was lost before the database applied it');
+    this.name = 'CommitNotApplied';
+  }
+}
+
+const CHECK_ATTEMPTS = 4;
+const CHECK_PAUSE_MS = 250;
+
+export interface OutcomeOptions<T> {
+  db: Db;
+  logger: Logger;
+  /** Whether `written` is in the database (asked only after a lost COMMIT). */
+  committed(written: T): Promise<boolean>;
+}
+
+/**
+ * Runs `work` in a transaction. A failure before COMMIT is thrown as is (nothing was written). A failure
+ * of the COMMIT itself resolves with `work`'s result when its rows exist, throws CommitNotApplied when
+ * they do not, and CommitOutcomeUnknownError (503) when the database cannot tell within about a second.
+ */
+export async function transactionWithOutcome<T>(
+  options: OutcomeOptions<T>,
+  work: (trx: Trx) => Promise<T>,
+): Promise<T> {
+  let written: { value: T } | undefined;
+  try {
+    return await options.db.transaction(async (trx) => {
+      const value = await work(trx);
+      written = { value };
+      return value;
+    });
+  } catch (err) {
+    if (!written) throw err;
+    const log = options.logger.child({ component: 'CommitOutcome' });
+    log.warn({ err: { message: (err as Error).message } }, 'The connection was lost during COMMIT; checking');
+    for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
+      try {
+        if (await options.committed(written.value)) return written.value;
+        throw new CommitNotApplied();
+      } catch (checkErr) {
+        if (checkErr instanceof CommitNotApplied) throw checkErr;
+        if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
+      }
+    }
+    log.error('The outcome of a lost COMMIT could not be checked');
+    throw new CommitOutcomeUnknownError(1);
+  }
+}

@@ -1,0 +1,129 @@
+// A connection lost during the COMMIT of an order (MariaDB, through a proxy that cuts exactly the COMMIT):
+// the service answers the truth when it can check it (201 with the orders that were committed, or it
+// places them again when the COMMIT did not apply), and 503 COMMIT_OUTCOME_UNKNOWN when it cannot; never
+// 500. A retry with the same Idempotency-Key then yields exactly one order, and the actor's view of the
+// product matches the database either way.
+import test from 'ava';
+import {
+  DB_KIND,
+  createTestDatabase,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from '../helpers/harness';
+import { startCommitCutProxy, type CommitCutProxy } from '../helpers/commit-cut-proxy';
+import { eventually, placeOrder, productRow, world } from './order-fixtures';
+
+const modes = ['actor', 'transactional'] as const;
+const apps = new Map<string, TestApp>();
+let proxy: CommitCutProxy | undefined;
+let database: TestDatabase | undefined;
+
+test.before(async () => {
+  if (DB_KIND !== 'mysql') return;
+  database = await createTestDatabase('mysql');
+  const url = new URL(database.env.DATABASE_URL);
+  proxy = await startCommitCutProxy({ host: url.hostname, port: Number(url.port || 3306) });
+  url.port = String(proxy.port);
+  for (const mode of modes) {
+    apps.set(
+      mode,
+      await startTestApp({
+        database,
+        env: { DATABASE_URL: url.toString(), INVENTORY_MODE: mode, IDEMPOTENCY_LEASE_MS: '1000' },
+      }),
+    );
+  }
+});
+test.after.always(async () => {
+  for (const app of apps.values()) await app.close();
+  await proxy?.close();
+  await database?.drop();
+});
+
+async function ordersOf(app: TestApp, buyerId: number): Promise<number> {
+  const row = await app.db('orders').where('buyer_id', buyerId).count({ n: '*' }).first();
+  return Number(row!.n);
+}
+
+/** The actor (actor mode) holds nothing back and sees the database's stock. */
+async function actorAgrees(app: TestApp, productId: number, stock: number) {
+  const view = app.bundle.services.inventory.inspect(productId);
+  if (view === null) return true; // transactional mode keeps no view
+  await app.bundle.services.inventory.changeProduct(productId, async () => undefined); // settles a reload
+  const settled = app.bundle.services.inventory.inspect(productId);
+  return settled?.stock === stock && settled.reserved === 0;
+}
+
+for (const mode of modes) {
+  test.serial(
+    `${mode}: a COMMIT applied but unacknowledged answers the truth: 201 with the committed order`,
+    async (t) => {
+      if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+      const app = apps.get(mode)!;
+      const { buyer, product } = await world(app);
+      const p = await product({ stockQuantity: 5 });
+      const items = [{ productId: p, quantity: 2 }];
+      const cut = proxy!.armCut('applied');
+      const res = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': `applied-${mode}-${p}` });
+      await cut;
+      t.is(res.status, 201);
+      t.like(res.body.orders[0], { buyerId: buyer.id, status: 'PENDING' });
+      const replay = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': `applied-${mode}-${p}` });
+      t.is(replay.status, 201);
+      t.is(replay.headers.get('idempotent-replayed'), 'true');
+      t.deepEqual(replay.body, res.body);
+      t.is(await ordersOf(app, buyer.id), 1);
+      t.deepEqual(await productRow(app, p), { stock: 3, status: 'ON_SALE', salesCount: 2 });
+      t.true(await actorAgrees(app, p, 3));
+    },
+  );
+
+  test.serial(
+    `${mode}: a COMMIT lost before the server applied it is placed again: 201, one order`,
+    async (t) => {
+      if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+      const app = apps.get(mode)!;
+      const { buyer, product } = await world(app);
+      const p = await product({ stockQuantity: 5 });
+      const items = [{ productId: p, quantity: 1 }];
+      const cut = proxy!.armCut('lost');
+      const res = await placeOrder(app, buyer.token, items);
+      await cut;
+      t.is(res.status, 201);
+      t.is(res.body.orders.length, 1);
+      t.is(await ordersOf(app, buyer.id), 1);
+      t.deepEqual(await productRow(app, p), { stock: 4, status: 'ON_SALE', salesCount: 1 });
+      t.true(await actorAgrees(app, p, 4));
+    },
+  );
+
+  for (const cutMode of ['applied', 'lost'] as const) {
+    test.serial(
+      `${mode}: an outcome that cannot be checked (${cutMode}) is 503 COMMIT_OUTCOME_UNKNOWN; the keyed retry makes one order`,
+      async (t) => {
+        if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+        const app = apps.get(mode)!;
+        const { buyer, product } = await world(app);
+        const p = await product({ stockQuantity: 5 });
+        const items = [{ productId: p, quantity: 1 }];
+        const key = `unknown-${cutMode}-${mode}-${p}`;
+        const cut = proxy!.armCut(cutMode, 2500);
+        const res = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': key });
+        await cut;
+        t.is(res.status, 503);
+        t.like(res.body, { status: 503, code: 'COMMIT_OUTCOME_UNKNOWN' });
+        t.is(res.headers.get('retry-after'), '1');
+        // The client retries with the same key until the database is back.
+        const retry = await eventually(async () => {
+          const again = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': key });
+          return again.status === 201 ? again : null;
+        }, 10_000);
+        t.is(retry.body.orders.length, 1);
+        t.is(await ordersOf(app, buyer.id), 1);
+        t.deepEqual(await productRow(app, p), { stock: 4, status: 'ON_SALE', salesCount: 1 });
+        t.true(await actorAgrees(app, p, 4));
+      },
+    );
+  }
+}
