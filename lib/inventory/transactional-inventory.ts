@@ -67,6 +67,7 @@ export function createTransactionalInventory({
     },
 
     inspect: () => null,
+    activeActors: () => 0,
     async stop() {},
   };
 }
