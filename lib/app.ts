@@ -1,5 +1,5 @@
 // Builds the Koa application (never listens; lib/server.ts does). Middleware order matters:
-// request id + access log, the one error handler, CORS (preflights end here, before auth), JSON body,
+// request id + access log, request metrics, the one error handler, CORS (preflights end here, before auth), JSON body,
 // the routes, then 404/405.
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -8,6 +8,7 @@ import { corsMiddleware } from './http/cors';
 import { errorHandler } from './http/error-handler';
 import { routeFallback } from './http/fallback';
 import { requestIdAndAccessLog } from './http/request-id';
+import { httpMetrics } from './http/http-metrics';
 import { securityHeaders } from './http/security-headers';
 import { mountRoutes } from './http/route';
 import { createServices, type Deps, type Services } from './services';
@@ -33,6 +34,7 @@ export function createApp(deps: Deps): AppBundle {
   const app = new Koa({ proxy: trustProxy.enabled, maxIpsCount: trustProxy.enabled ? trustProxy.hops : 0 });
   app.silent = true; // errors are handled and logged by errorHandler
   app.use(requestIdAndAccessLog(deps.logger));
+  app.use(httpMetrics(services.metrics.observeHttp));
   app.use(securityHeaders());
   app.use(errorHandler(deps.logger));
   app.use(corsMiddleware(deps.config.corsOrigins));

@@ -18,12 +18,19 @@ export interface Cache<T> {
   close(): void;
 }
 
+/** Told of every lookup (metrics); a lookup that joins a load in flight counts as a miss. */
+export type CacheObserver = (cache: string, result: 'hit' | 'miss') => void;
+
 export interface CacheOptions {
   maxEntries?: number;
+  /** The cache's name in metrics (`marketplace_cache_requests_total{cache}`). */
+  name?: string;
+  observer?: CacheObserver;
 }
 
 export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): Cache<T> {
   const maxEntries = options.maxEntries ?? DEFAULT_CACHE_MAX_ENTRIES;
+  const { observer, name = 'unnamed' } = options;
   const store = new NodeCache({
     stdTTL: ttlSeconds,
     useClones: false,
@@ -41,7 +48,11 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
   };
 
   return {
-    get: (key) => store.get<T>(key),
+    get(key) {
+      const value = store.get<T>(key);
+      observer?.(name, value === undefined ? 'miss' : 'hit');
+      return value;
+    },
     set: put,
     del(keys) {
       for (const key of Array.isArray(keys) ? keys : [keys]) {
@@ -55,6 +66,7 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
     },
     getOrLoad(key, load) {
       const hit = store.get<T>(key);
+      observer?.(name, hit === undefined ? 'miss' : 'hit');
       if (hit !== undefined) return Promise.resolve(hit);
       const pending = inFlight.get(key);
       if (pending) return pending;

@@ -113,6 +113,8 @@ const envSchema = yup.object({
   PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
   TRUST_PROXY: bool().default(false),
   TRUST_PROXY_HOPS: int(1, 20).default(1),
+  // A guessable token would open the metrics to anyone: at least 16 characters.
+  METRICS_TOKEN: yup.string().optional().min(16, '${path} must be at least 16 characters'),
   LOGIN_FAILURE_LIMIT: rate()
     .test('not-off', 'LOGIN_FAILURE_LIMIT cannot be off', (value) => value !== 'off')
     .default('5/900'),
@@ -198,6 +200,8 @@ export interface Config {
   pruneIntervalSeconds: number;
   /** Koa's `proxy` and `maxIpsCount`: whether X-Forwarded-For names the client, through how many proxies. */
   trustProxy: { enabled: boolean; hops: number };
+  /** Bearer token that opens GET /metrics to non-loopback clients in production; null: loopback only. */
+  metricsToken: string | null;
   /** Shared (database) rate limits; null = off. Login limits count failures, the others every request. */
   limits: {
     login: {
@@ -358,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
     pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
     trustProxy: { enabled: v.TRUST_PROXY, hops: v.TRUST_PROXY_HOPS },
+    metricsToken: v.METRICS_TOKEN ?? null,
     limits: {
       login: {
         failures: parseRate(v.LOGIN_FAILURE_LIMIT)!,

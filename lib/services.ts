@@ -25,6 +25,11 @@ import { createInventory } from './inventory/create-inventory';
 import { createInventoryStockWrites } from './inventory/inventory-stock-writes';
 import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
+import { createMetrics } from './metrics/metrics';
+import { countPendingOutbox } from './notifications/outbox';
+
+/** A scrape waits at most this long for the outbox COUNT (Prometheus' default scrape timeout is 10 s). */
+const OUTBOX_COUNT_TIMEOUT_MS = 1000;
 
 export interface Deps {
   config: Config;
@@ -34,25 +39,38 @@ export interface Deps {
 
 export function createServices(deps: Deps) {
   const events = createEventBus();
+  const metrics = createMetrics({
+    logger: deps.logger,
+    actorsActive: () => inventory.activeActors(),
+    outboxPending: () => countPendingOutbox(deps.db, OUTBOX_COUNT_TIMEOUT_MS),
+    access: { production: deps.config.env === 'production', token: deps.config.metricsToken },
+  });
+  const { cacheObserver } = metrics;
   const memberVersions = createMemberVersions({
     db: deps.db,
     ttlSeconds: deps.config.authMemberCacheSeconds,
+    cacheObserver,
   });
   const tokens = createTokenService(deps.config.jwt, memberVersions.check);
   const hasher = createPasswordHasher({ cost: deps.config.bcryptCost, ...deps.config.bcrypt });
   const health = createHealthService(deps);
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
-  const inventory = createInventory({ ...deps, catalog: createCatalogHooks(events) });
+  const inventory = createInventory({
+    ...deps,
+    catalog: createCatalogHooks(events),
+    onBatchCommitted: metrics.batchCommitted,
+  });
   const idempotency = createIdempotencyStore({ ...deps, ...deps.config.idempotency });
   const orders = createOrderService({
     db: deps.db,
     inventory,
     idempotency,
     notifications: { wake: () => dispatcher.kick() },
+    observer: metrics.orders,
   });
   const orderDiagram = createOrderDiagramService();
-  const categories = createCategoryService(deps);
+  const categories = createCategoryService({ ...deps, cacheObserver });
   const quotas = createSellerQuotas(deps.config);
   const products = createProductService({
     ...deps,
@@ -60,6 +78,7 @@ export function createServices(deps: Deps) {
     categories,
     stockWrites: createInventoryStockWrites(deps.db, inventory),
     quotas,
+    cacheObserver,
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const rateLimits = createRateLimits(deps);
@@ -78,6 +97,7 @@ export function createServices(deps: Deps) {
   const images = createImageService({ ...deps, events, quotas });
   return {
     events,
+    metrics,
     tokens,
     health,
     orderDiagram,

@@ -3,6 +3,7 @@
 import type { RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 import { healthRoutes } from './health';
+import { metricsRoutes } from './metrics';
 import { docsPageRoutes, openApiRoutes } from './docs';
 import { categoryRoutes } from './categories';
 import { productRoutes } from './products';
@@ -21,10 +22,23 @@ export const API_PREFIX = '/api/v1';
 
 /** Each route file receives only the services it declares. */
 export function routeTable(services: Services): RouteGroup[] {
-  const { health, auth, members, categories, products, images, orders, notifications, orderDiagram } =
-    services;
+  const {
+    health,
+    metrics,
+    auth,
+    members,
+    categories,
+    products,
+    images,
+    orders,
+    notifications,
+    orderDiagram,
+  } = services;
   const groups: RouteGroup[] = [
-    { prefix: '', routes: [...healthRoutes({ health }), ...uploadRoutes({ images })] },
+    {
+      prefix: '',
+      routes: [...healthRoutes({ health }), ...metricsRoutes({ metrics }), ...uploadRoutes({ images })],
+    },
     {
       prefix: API_PREFIX,
       routes: [

@@ -3,12 +3,14 @@
 // served diagram. `--out <dir>` writes elsewhere (the tests use it).
 import fs from 'node:fs';
 import path from 'node:path';
-import { diagramDot, renderSvg } from '../lib/order-diagram/diagram-dot';
+import { diagramDot } from '../lib/order-diagram/diagram-dot';
+import { renderDiagram } from '../lib/order-diagram/diagram-svg';
 import { diagramModel } from '../lib/order-diagram/diagram-model';
 
 async function writeLifecycleDiagram(outDir: string): Promise<{ dotPath: string; svgPath: string }> {
-  const dot = diagramDot(diagramModel());
-  const svg = await renderSvg(dot);
+  const model = diagramModel();
+  const dot = diagramDot(model);
+  const svg = await renderDiagram(model);
   fs.mkdirSync(outDir, { recursive: true });
   const dotPath = path.join(outDir, 'order-lifecycle.dot');
   const svgPath = path.join(outDir, 'order-lifecycle.svg');

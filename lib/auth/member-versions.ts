@@ -4,7 +4,7 @@
 // cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) everywhere, and at once in the process that made it.
 import type { Role } from '../config';
 import type { Db } from '../db';
-import { createCache } from '../cache';
+import { createCache, type CacheObserver } from '../cache';
 import { UnauthenticatedError } from '../errors';
 import type { AccessClaims, AuthMember } from './tokens';
 
@@ -14,9 +14,18 @@ interface MemberState {
   exists: boolean;
 }
 
-export function createMemberVersions(deps: { db: Db; ttlSeconds: number; maxEntries?: number }) {
+export function createMemberVersions(deps: {
+  db: Db;
+  ttlSeconds: number;
+  maxEntries?: number;
+  cacheObserver?: CacheObserver;
+}) {
   const { db } = deps;
-  const cache = createCache<MemberState>(deps.ttlSeconds, { maxEntries: deps.maxEntries });
+  const cache = createCache<MemberState>(deps.ttlSeconds, {
+    maxEntries: deps.maxEntries,
+    name: 'member_versions',
+    observer: deps.cacheObserver,
+  });
 
   async function load(memberId: number): Promise<MemberState> {
     const row = (await db('members').where('id', memberId).first('role', 'token_version')) as

@@ -4,7 +4,7 @@
 // on MySQL, migration 20261122000011): names differing in accents or emoji are distinct.
 import type { Db } from '../db';
 import { isForeignKeyViolation, isUniqueViolation } from '../db';
-import { createCache } from '../cache';
+import { createCache, type CacheObserver } from '../cache';
 import { ConflictError, ValidationError } from '../errors';
 import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { CategoryJson, CreateCategoryInput } from './category-schemas';
@@ -27,9 +27,12 @@ const unknownParent = () =>
     { field: 'parentId', message: 'parent category does not exist' },
   ]);
 
-export function createCategoryService(deps: { db: Db }) {
+export function createCategoryService(deps: { db: Db; cacheObserver?: CacheObserver }) {
   const repository = createCategoryRepository(deps.db);
-  const cache = createCache<CachedDocument>(CATEGORY_CACHE_TTL_SECONDS);
+  const cache = createCache<CachedDocument>(CATEGORY_CACHE_TTL_SECONDS, {
+    name: 'categories',
+    observer: deps.cacheObserver,
+  });
 
   return {
     /** Every category by displayOrder then id, serialised once per cache fill. */

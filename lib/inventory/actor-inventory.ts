@@ -18,6 +18,7 @@ export interface ActorInventoryOptions {
   logger: Logger;
   idleMs: number;
   announce: AnnounceChanges;
+  onBatchCommitted?: (size: number) => void;
 }
 
 export function createActorInventory(options: ActorInventoryOptions) {
@@ -27,7 +28,13 @@ export function createActorInventory(options: ActorInventoryOptions) {
     logger: options.logger,
     idleMs: options.idleMs,
   });
-  const groupCommit = createGroupCommit({ db, logger: options.logger, registry, announce: options.announce });
+  const groupCommit = createGroupCommit({
+    db,
+    logger: options.logger,
+    registry,
+    announce: options.announce,
+    onBatchCommitted: options.onBatchCommitted,
+  });
 
   const inventory: Inventory & { registry: typeof registry; groupCommit: typeof groupCommit } = {
     mode: 'actor',
@@ -78,6 +85,8 @@ export function createActorInventory(options: ActorInventoryOptions) {
     },
 
     inspect: (productId) => registry.inspect(productId),
+
+    activeActors: () => registry.activeCount(),
 
     async stop() {
       await groupCommit.drain();

@@ -14,6 +14,8 @@ export interface InventoryDeps {
   db: Db;
   logger: Logger;
   catalog: CatalogHooks;
+  /** Named hook for metrics: the size of each committed group-commit batch (actor mode only). */
+  onBatchCommitted?: (size: number) => void;
 }
 
 export function createInventory(deps: InventoryDeps): Inventory {
@@ -28,6 +30,7 @@ export function createInventory(deps: InventoryDeps): Inventory {
     logger: deps.logger,
     idleMs: deps.config.actorIdleMs,
     announce,
+    onBatchCommitted: deps.onBatchCommitted,
   });
   // A product edited elsewhere (name, price, status, stock): its actor re-reads before deciding again.
   deps.catalog.onProductChanged((productId, origin) => {

@@ -45,6 +45,8 @@ export interface GroupCommitOptions {
   /** After a commit: announce the changed products (awaited before the requests are answered). */
   announce: AnnounceChanges;
   maxBatch?: number;
+  /** Told the size of every batch that committed (metrics); kept cheap, it runs on the commit path. */
+  onBatchCommitted?: (size: number) => void;
 }
 
 /** Runs each writer once for its requests of the batch; results come back in batch order. */
@@ -121,6 +123,7 @@ export function createGroupCommit(options: GroupCommitOptions) {
       return;
     }
     for (const entry of batch) for (const reservation of entry.reservations) registry.committed(reservation);
+    options.onBatchCommitted?.(batch.length);
     // Answer after the announcements (caches dropped), without holding up the next batch.
     const done = options
       .announce(changes.map((change) => change.productId))

@@ -75,6 +75,7 @@ export function createTransactionalInventory({
     },
 
     inspect: () => null,
+    activeActors: () => 0,
     async stop() {},
   };
 }

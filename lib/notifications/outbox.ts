@@ -1,6 +1,6 @@
 // The transactional outbox: events are written in the SAME transaction as the change that causes them,
 // so an event exists if and only if its cause committed. The dispatcher delivers them after commit.
-import type { Trx } from '../db';
+import { dialect, type Db, type Trx } from '../db';
 import { currentRequestId } from '../request-context';
 import type { OrderCreatedPayload, OrderStatusChangedPayload } from './notification-schemas';
 
@@ -52,4 +52,17 @@ export async function writeOutbox(
 ): Promise<void> {
   if (events.length === 0) return;
   await trx('notification_outbox').insert(outboxRows(events, now, requestId ?? currentRequestId()));
+}
+
+/**
+ * Rows not yet delivered (the metrics gauge). Served by the pending index; `timeoutMs` bounds the wait so a
+ * slow database never stalls a scrape (knex cancels the query on MySQL).
+ */
+export async function countPendingOutbox(db: Db, timeoutMs: number): Promise<number> {
+  const row = (await db('notification_outbox')
+    .whereNull('delivered_at')
+    .count({ pending: '*' })
+    .first()
+    .timeout(timeoutMs, { cancel: dialect.isMysql(db) })) as { pending: number | string } | undefined;
+  return Number(row?.pending ?? 0);
 }

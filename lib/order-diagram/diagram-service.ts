@@ -1,7 +1,7 @@
 // Serves the order-lifecycle diagram: the public page (rendered once, the machine never changes at run time)
 // and one order's diagram with its current status and the path it took highlighted.
 import type { AnyStateMachine } from 'xstate';
-import { diagramDot, renderSvg } from './diagram-dot';
+import { renderDiagram } from './diagram-svg';
 import { diagramModel } from './diagram-model';
 import { diagramPageHtml } from './diagram-page';
 
@@ -21,7 +21,7 @@ export function createOrderDiagramService(machine?: AnyStateMachine) {
     model,
     /** HTML of GET /docs/order-lifecycle. */
     diagramPage(): Promise<string> {
-      page ??= renderSvg(diagramDot(model))
+      page ??= renderDiagram(model)
         .then((svg) => diagramPageHtml(model, svg))
         .catch((err: unknown) => {
           page = null; // let the next request try again
@@ -33,13 +33,11 @@ export function createOrderDiagramService(machine?: AnyStateMachine) {
     /** SVG of one order's lifecycle: its current status and the transitions it took, highlighted. */
     orderDiagram(order: OrderDiagramSource): Promise<string> {
       const steps = order.statusHistory.map((change) => ({ from: change.from, to: change.to }));
-      return renderSvg(
-        diagramDot(model, {
-          current: order.status,
-          steps,
-          title: `Order ${order.orderNumber}: ${order.status}`,
-        }),
-      );
+      return renderDiagram(model, {
+        current: order.status,
+        steps,
+        title: `Order ${order.orderNumber}: ${order.status}`,
+      });
     },
   };
 }

@@ -3,7 +3,7 @@
 // persisted with compare-and-set), and the order reads with their authorization. The SQL is in
 // order-repository.ts; stock is taken and given back only through the inventory.
 import type { Db } from '../db';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
+import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
 import { mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 import type { Inventory } from '../inventory/inventory';
@@ -23,6 +23,8 @@ export interface OrderServiceDeps {
   idempotency: IdempotencyStore;
   /** Named hook: new outbox rows were committed (the dispatcher delivers them). */
   notifications: { wake(): void };
+  /** Named hooks for metrics: orders committed, and placements refused by the error code the client sees. */
+  observer?: { placed(count: number): void; refused(reason: string): void };
 }
 
 /** The orders of one placement, and whether they are the stored ones of an earlier request with the same key. */
@@ -74,8 +76,11 @@ export function createOrderService(deps: OrderServiceDeps) {
         );
         claim?.end();
         notifications.wake();
+        deps.observer?.placed(placed.length);
         return { orders: placed, replayed: false };
       } catch (err) {
+        // A refusal is the client's answer (4xx); an outage (503) or a bug is not one.
+        if (err instanceof AppError && err.status < 500) deps.observer?.refused(err.code);
         if (claim) {
           // After a lost COMMIT the orders may exist: keep the claim (its lease runs out) so the retry
           // with the same key finds the stored response or takes the claim over, never orders twice.

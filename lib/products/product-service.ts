@@ -4,7 +4,7 @@
 import type { AuthMember } from '../auth/tokens';
 import type { Db } from '../db';
 import { centsToDecimal, toCents } from '../db';
-import { createCache } from '../cache';
+import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { cachedDocument, type CachedDocument } from '../cached-document';
@@ -40,6 +40,8 @@ export interface ProductServiceDeps {
   /** Stock and deletion writes, serialised with the orders by the inventory (lib/inventory). */
   stockWrites: StockWrites;
   quotas: SellerQuotas;
+  /** Told of every cache lookup (metrics). */
+  cacheObserver?: CacheObserver;
 }
 
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
@@ -48,15 +50,24 @@ export function createProductService(deps: ProductServiceDeps) {
   const { db, events, categories, stockWrites } = deps;
   const repository = createProductRepository(db);
   // Cached per product id, whatever its status (visibility is decided per request, after the cache).
-  const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS);
+  const detailCache = createCache<CachedDetail>(DETAIL_CACHE_TTL_SECONDS, {
+    name: 'product_detail',
+    observer: deps.cacheObserver,
+  });
   // Keyed by limit; any product change may reorder it, so any change drops every entry.
-  const popularCache = createCache<CachedDocument>(POPULAR_CACHE_TTL_SECONDS);
+  const popularCache = createCache<CachedDocument>(POPULAR_CACHE_TTL_SECONDS, {
+    name: 'product_popular',
+    observer: deps.cacheObserver,
+  });
 
   // totalElements of the offset list, per filter set and viewer: a COUNT over the visible catalogue is the
   // list's dominant cost, so it runs at most once per COUNT_CACHE_TTL_SECONDS (single-flight) and is
   // recounted at once after any product change this process hears of (another process's changes show
   // within the TTL).
-  const countCache = createCache<number>(COUNT_CACHE_TTL_SECONDS);
+  const countCache = createCache<number>(COUNT_CACHE_TTL_SECONDS, {
+    name: 'product_count',
+    observer: deps.cacheObserver,
+  });
 
   events.on('productChanged', ({ productId }) => {
     detailCache.del(String(productId));

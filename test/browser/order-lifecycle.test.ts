@@ -1,7 +1,7 @@
 // In a real browser: an order's lifecycle SVG (GET /api/v1/orders/:orderId/lifecycle, with the buyer's token)
 // renders with its current status highlighted. Screenshot in test-output/browser/.
-import test from 'ava';
-import type { Browser } from 'playwright-core';
+import test, { type ExecutionContext } from 'ava';
+import type { Browser, Page } from 'playwright-core';
 import { CURRENT_FILL, VISITED_FILL } from '../../lib/order-diagram/diagram-dot';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -21,7 +21,19 @@ test.after.always(async () => {
   await app?.close();
 });
 
-test('the order SVG highlights the current status and the statuses the order went through', async (t) => {
+/** No horizontal scrolling: the page cannot be scrolled sideways at all. */
+async function scrollsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => {
+    // Runs in the page (this project compiles without the DOM types).
+    const win = globalThis as unknown as { scrollTo(x: number, y: number): void; scrollX: number };
+    win.scrollTo(10_000, 0);
+    const moved = win.scrollX > 0;
+    win.scrollTo(0, 0);
+    return moved;
+  });
+}
+
+async function placeAndConfirm(t: ExecutionContext): Promise<number> {
   const productId = await createProduct(app, seller.id, { stockQuantity: 5 });
   const placed = await app.request('POST', '/api/v1/orders', {
     token: buyer.token,
@@ -43,6 +55,54 @@ test('the order SVG highlights the current status and the statuses the order wen
     body: { status: 'CONFIRMED' },
   });
   t.is(confirmed.status, 200);
+  return orderId;
+}
+
+test('the SVG fits an 800 px wide viewport without horizontal scrolling and shows its legend', async (t) => {
+  const orderId = await placeAndConfirm(t);
+  const context = await browser.newContext({
+    viewport: { width: 800, height: 600 },
+    extraHTTPHeaders: { Authorization: `Bearer ${buyer.token}` },
+  });
+  try {
+    const page = await context.newPage();
+    for (const url of [`/api/v1/orders/${orderId}/lifecycle`, '/docs/order-lifecycle']) {
+      const res = await page.goto(app.url + url);
+      t.is(res?.status(), 200, url);
+      const svg = page.locator(url.startsWith('/docs') ? '.diagram svg' : 'svg').first();
+      const box = await svg.boundingBox();
+      t.true(
+        !!box && box.x >= 0 && box.x + box.width <= 800 && box.width > 500,
+        `${url}: ${JSON.stringify(box)}`,
+      );
+      t.false(await scrollsSideways(page), `${url} scrolls sideways`);
+      const legend = svg.locator('#legend');
+      t.true(await legend.locator('text', { hasText: /^Legend$/ }).isVisible(), url);
+      const legendBox = await legend.boundingBox();
+      t.true(
+        !!legendBox && legendBox.x + legendBox.width <= 800,
+        `${url} legend: ${JSON.stringify(legendBox)}`,
+      );
+      const texts = await legend.locator('text').allTextContents();
+      for (const text of [
+        "an order's current status",
+        'transitions the order took',
+        'EVENT [guard] triggered by a SELLER',
+      ])
+        t.true(texts.includes(text), `${url}: ${text}`);
+      // The legend's current-status swatch is the colour the drawing uses for it.
+      t.is(await legend.locator('#legend-current rect').getAttribute('fill'), CURRENT_FILL);
+      await page.screenshot({
+        path: screenshotPath(`order-lifecycle-800-${url.startsWith('/docs') ? 'docs' : 'order'}`),
+      });
+    }
+  } finally {
+    await context.close();
+  }
+});
+
+test('the order SVG highlights the current status and the statuses the order went through', async (t) => {
+  const orderId = await placeAndConfirm(t);
 
   const context = await browser.newContext({
     viewport: { width: 1280, height: 500 },

@@ -13,7 +13,14 @@ import {
   type TransitionMeta,
 } from '../../actors/order-lifecycle-machine';
 import { walkMachine } from '../../actors/machine-walk';
-import { diagramDot, renderSvg } from '../../lib/order-diagram/diagram-dot';
+import {
+  CURRENT_FILL,
+  diagramDot,
+  renderSvg,
+  TAKEN_COLOR,
+  VISITED_FILL,
+} from '../../lib/order-diagram/diagram-dot';
+import { renderDiagram } from '../../lib/order-diagram/diagram-svg';
 import { diagramModel } from '../../lib/order-diagram/diagram-model';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
@@ -89,6 +96,36 @@ test('a highlighted diagram marks the current status, the visited ones and the t
   );
   t.deepEqual(taken.sort(), ['CONFIRMED-SHIP-SHIPPED', 'PENDING-CONFIRM-CONFIRMED', 'start']);
   t.true(svg.includes('Order ORD&#45;1'));
+});
+
+test('the finished SVG scales to its container and carries its own legend', async (t) => {
+  const model = diagramModel();
+  const raw = await renderSvg(diagramDot(model));
+  const svg = await renderDiagram(model);
+  const rawBox = /viewBox="0\.00 0\.00 ([\d.]+) ([\d.]+)"/.exec(raw)!;
+  const root = /<svg [^>]*>/.exec(svg)![0];
+  t.regex(root, /^<svg width="100%" viewBox="0 0 [\d.]+ [\d.]+" preserveAspectRatio="xMidYMin meet"/);
+  t.notRegex(root, /\d(pt|px)"/, 'no fixed size');
+  const [, width, height] = /viewBox="0 0 ([\d.]+) ([\d.]+)"/.exec(root)!.map(Number);
+  t.is(width, Number(rawBox[1]));
+  t.true(height > Number(rawBox[2]), 'the viewBox grew to hold the legend');
+  const legend = svg.slice(svg.indexOf('<g id="legend"'));
+  t.true(legend.endsWith('</g>\n</svg>\n'));
+  for (const text of [
+    'Legend',
+    'a final status',
+    'EVENT [guard] triggered by a SELLER',
+    'EVENT [guard] triggered by a BUYER',
+    "an order's current status",
+    'statuses the order went through',
+    'transitions the order took',
+    'transitions it did not take',
+  ])
+    t.true(legend.includes(`>${text}</text>`), text);
+  t.true(legend.includes(`fill="${CURRENT_FILL}"`));
+  t.true(legend.includes(`fill="${VISITED_FILL}"`));
+  t.true(legend.includes(`stroke="${TAKEN_COLOR}" stroke-width="3.2"`));
+  t.true(legend.includes('stroke-dasharray'));
 });
 
 test('npm run visualize writes the DOT and an SVG with one node per status; the committed copy is current', async (t) => {

@@ -106,7 +106,9 @@ if (!onMariaDb) {
           t.deepEqual(found, [], `${tag}: a request answered ${res.status} left no order (rolled back)`);
         }
       }
-      t.log(`${failed} request(s) answered 503 COMMIT_OUTCOME_UNKNOWN; the others were decided again and placed`);
+      t.log(
+        `${failed} request(s) answered 503 COMMIT_OUTCOME_UNKNOWN; the others were decided again and placed`,
+      );
       await assertStockConserved(t, db, world.initial);
     },
   );

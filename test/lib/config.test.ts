@@ -213,3 +213,11 @@ test('abuse limits: defaults, `<points>/<seconds>` values, `off`, and bad values
     t.true(err.message.includes(variable), err.message);
   }
 });
+
+test('METRICS_TOKEN: unset by default, at least 16 characters when given', (t) => {
+  t.is(loadConfig(base).metricsToken, null);
+  t.is(loadConfig({ ...base, METRICS_TOKEN: 'a-scrape-token-0123' }).metricsToken, 'a-scrape-token-0123');
+  const err = configError(t, { ...base, METRICS_TOKEN: 'short' });
+  t.is(err.variable, 'METRICS_TOKEN');
+  t.is(err.message, 'Invalid configuration: METRICS_TOKEN must be at least 16 characters');
+});
