@@ -42,7 +42,7 @@ export async function transactionWithOutcome<T>(
   } catch (err) {
     if (!written) throw err;
     const log = options.logger.child({ component: 'CommitOutcome' });
-    log.warn({ err: { message: (err as Error).message } }, 'The connection was lost during COMMIT; checking');
+    log.warn({ err }, 'The connection was lost during COMMIT; checking');
     for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
       try {
         if (await options.committed(written.value)) return written.value;
