@@ -49,6 +49,8 @@ export interface Inventory {
   changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
   /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */
   inspect(productId: number): { stock: number; reserved: number; status: string } | null;
+  /** How many products have an active actor now (0 in transactional mode): memory follows this. */
+  activeCount(): number;
   /** Finishes in-flight work (pending group commits) and stops the actors. */
   stop(): Promise<void>;
 }
