@@ -24,3 +24,13 @@ export function statusFollowingStock(status: ProductStatus, stock: number): Prod
   if (isStockIndependent(status)) return status;
   return stock > 0 ? IN_STOCK_STATUS : OUT_OF_STOCK_STATUS;
 }
+
+/** Statuses anyone may see (the public catalogue); DRAFT and DELETED are visible to their seller only. */
+export const PUBLIC_STATUSES = [
+  IN_STOCK_STATUS,
+  OUT_OF_STOCK_STATUS,
+] as const satisfies readonly ProductStatus[];
+
+export function isPublic(status: ProductStatus): boolean {
+  return (PUBLIC_STATUSES as readonly ProductStatus[]).includes(status);
+}

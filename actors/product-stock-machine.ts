@@ -91,7 +91,9 @@ const stockSetup = setup({
     runExclusive: fromPromise<LoadedView, { run: () => Promise<LoadedView> }>(({ input }) => input.run()),
   },
   delays: {
-    idle: ({ context }) => context.idleMs,
+    // A product that does not exist (an order for an unknown id) is nothing worth keeping in memory: its
+    // actor stops as soon as the commands it deferred are answered, so unknown ids cost no lasting state.
+    idle: ({ context }) => (context.product ? context.idleMs : 0),
   },
   guards: {
     fits: ({ context }, params: { quantity: number }) =>

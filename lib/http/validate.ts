@@ -16,10 +16,10 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
       for (const key of unknown) out.push({ field: `${prefix}${base}${key}`, message: 'unknown field' });
       continue;
     }
-    out.push({
-      field: `${prefix}${e.path ?? ''}` || prefix.replace(/\.$/, ''),
-      message: e.errors[0] ?? e.message,
-    });
+    const field = `${prefix}${e.path ?? ''}` || prefix.replace(/\.$/, '');
+    // One entry per field: a value of the wrong type also fails oneOf(), which would only repeat it.
+    if (out.some((known) => known.field === field)) continue;
+    out.push({ field, message: e.errors[0] ?? e.message });
   }
   return out;
 }
@@ -33,26 +33,70 @@ interface SchemaShape {
 }
 
 /**
- * Keys a client sent that only exist on Object.prototype (`constructor`, `toString`, `__proto__`...).
- * yup looks fields up with `fields[key]` and would find the inherited member, so they are reported as
- * unknown fields here, before yup sees them.
+ * A value yup's type check refuses whatever the field's transforms do, so the field's own typeError message
+ * names it: yup never converts an array to a string, and NaN is no number. What arrives in its place (an
+ * object with its own `toString`, an array, a nested object) would otherwise reach yup's casts, which call
+ * `toString()`/`valueOf()` on it and throw a TypeError: a 500.
  */
-function inheritedKeys(schema: SchemaShape, value: unknown, path: string, out: FieldError[]): void {
-  if (value === null || typeof value !== 'object') return;
-  if (Array.isArray(value)) {
-    if (schema.innerType)
-      value.forEach((item, i) => inheritedKeys(schema.innerType!, item, `${path}[${i}]`, out));
-    return;
+const REFUSED_BY_TYPE: Record<string, () => unknown> = {
+  string: () => [],
+  number: () => NaN,
+  boolean: () => NaN,
+  date: () => NaN,
+};
+
+// With the u flag a surrogate matches only when it is not half of a pair.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * The kind of value a scalar field accepts: in a JSON body exactly the schema's JSON type (`"1"` is no
+ * integer there); in a path, query or header, where everything arrives as text, any string.
+ */
+function rightKind(type: string, value: unknown, where: Where): boolean {
+  if (value === null || value === undefined) return true;
+  if (where !== 'body') return typeof value === 'string' || typeof value === type;
+  return type === 'date' ? typeof value === 'string' : typeof value === type;
+}
+
+/**
+ * One walk over the schema and the value before yup sees it:
+ * - keys that only exist on Object.prototype (`constructor`, `toString`, `__proto__`...) are reported as unknown
+ *   fields (yup looks fields up with `fields[key]` and would find the inherited member);
+ * - strings holding a lone UTF-16 surrogate are refused (they cannot be stored as UTF-8; MySQL and SQLite would
+ *   turn them into U+FFFD while the answer echoed them);
+ * - a value of the wrong kind in a scalar field is swapped for one yup's type check refuses (see REFUSED_BY_TYPE).
+ * Returns the value to hand to yup (a copy where something was swapped).
+ */
+function prepare(
+  schema: SchemaShape,
+  value: unknown,
+  where: Where,
+  path: string,
+  out: FieldError[],
+): unknown {
+  if (typeof value === 'string' && LONE_SURROGATE.test(value)) {
+    out.push({ field: path || where, message: `${path || where} must not contain lone UTF-16 surrogates` });
+    return value;
   }
-  if (!schema.fields) return;
+  const refused = schema.type ? REFUSED_BY_TYPE[schema.type] : undefined;
+  if (refused) return rightKind(schema.type!, value, where) ? value : refused();
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    if (!schema.innerType || schema.type !== 'array') return value;
+    return value.map((item, i) => prepare(schema.innerType!, item, where, `${path}[${i}]`, out));
+  }
+  if (!schema.fields || schema.type !== 'object') return value;
   const prefix = path ? `${path}.` : '';
-  for (const key of Object.keys(value)) {
+  const copy: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
     if (Object.hasOwn(schema.fields, key)) {
-      inheritedKeys(schema.fields[key], (value as Record<string, unknown>)[key], `${prefix}${key}`, out);
-    } else if (key in Object.prototype) {
-      out.push({ field: `${prefix}${key}`, message: 'unknown field' });
+      copy[key] = prepare(schema.fields[key], item, where, `${prefix}${key}`, out);
+    } else {
+      if (key in Object.prototype) out.push({ field: `${prefix}${key}`, message: 'unknown field' });
+      copy[key] = item;
     }
   }
+  return copy;
 }
 
 function isPlainObject(value: unknown): boolean {
@@ -71,11 +115,11 @@ export async function validate<S extends yup.ISchema<unknown>>(
       { field: where, message: 'must be a JSON object' },
     ]);
   }
-  const inherited: FieldError[] = [];
-  inheritedKeys(shape, value, where === 'body' ? '' : where, inherited);
-  if (inherited.length > 0) throw new ValidationError(`Invalid request ${where}`, inherited);
+  const refused: FieldError[] = [];
+  const prepared = prepare(shape, value, where, where === 'body' ? '' : where, refused);
+  if (refused.length > 0) throw new ValidationError(`Invalid request ${where}`, refused);
   try {
-    return (await schema.validate(value, { abortEarly: false, stripUnknown: false })) as yup.InferType<S>;
+    return (await schema.validate(prepared, { abortEarly: false, stripUnknown: false })) as yup.InferType<S>;
   } catch (err) {
     if (err instanceof yup.ValidationError) {
       const prefix = where === 'body' ? '' : `${where}.`;
@@ -86,14 +130,15 @@ export async function validate<S extends yup.ISchema<unknown>>(
 }
 
 /**
- * A whole number from JSON or from a path/query string: a JSON number, or plain digits in a string.
- * Anything else (`-1`, `1e3`, `1.5`, `abc`, a repeated query parameter's array) fails the type check.
+ * A whole number from JSON or from a path/query string: a JSON number, or canonical digits in a string
+ * (a body string never gets here: validate() refuses it first). Anything else (` 1`, `-1`, `1e3`, `1.5`,
+ * `abc`, a repeated query parameter's array) fails the type check; null is left to nullable().
  */
 export const integer = () =>
   yup.number().transform((value, original) => {
     if (typeof original === 'number') return value;
-    if (typeof original === 'string' && /^\s*\d{1,10}\s*$/.test(original)) return value;
-    return original === undefined ? undefined : NaN;
+    if (typeof original === 'string' && /^\d{1,10}$/.test(original)) return value;
+    return original === undefined || original === null ? original : NaN;
   });
 
 /** A positive integer id in a path, query or body (`/products/abc` -> 400, not 404 or 500). */

@@ -49,7 +49,7 @@ export function createActorInventory(options: ActorInventoryOptions) {
         try {
           for (const item of items) {
             const result = await registry.reserve(item.productId, item.quantity);
-            if (!result.ok) throw refusalError(result.reason, item.productId, result.product?.name);
+            if (!result.ok) throw refusalError(result.reason, item.productId, result.product);
             reservations.push(result.reservation);
             lines.push({ product: result.product, quantity: item.quantity });
           }

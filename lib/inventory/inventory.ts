@@ -65,7 +65,7 @@ export interface Inventory {
   changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
   /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */
   inspect(productId: number): { stock: number; reserved: number; status: string } | null;
-  /** Product actors held in memory now (0 in transactional mode). */
+  /** Product actors held in memory now (0 in transactional mode): memory follows this. */
   activeActors(): number;
   /** Finishes in-flight work (pending group commits) and stops the actors. */
   stop(): Promise<void>;

@@ -40,7 +40,7 @@ export function createTransactionalInventory({
             for (const item of items) {
               const view = views.get(item.productId) ?? null;
               const reason = judgeLine(view, item.quantity);
-              if (reason) throw refusalError(reason, item.productId, view?.name);
+              if (reason) throw refusalError(reason, item.productId, view);
               lines.push({ product: view!, quantity: item.quantity });
             }
             const decided = { details: request.details, lines };
@@ -48,7 +48,7 @@ export function createTransactionalInventory({
             const now = new Date();
             const refused = await deductStock(trx, totalsByProduct(items), now);
             if (refused.length > 0)
-              throw refusalError('INSUFFICIENT_STOCK', refused[0], views.get(refused[0])?.name);
+              throw refusalError('INSUFFICIENT_STOCK', refused[0], views.get(refused[0]));
             const [written] = await writer.write(trx, [decided], now);
             return written;
           });

@@ -58,7 +58,8 @@ export function createMemberService(deps: MemberDeps) {
       if (input.currentPassword !== undefined && input.password === undefined) {
         errors.push({ field: 'password', message: 'password is required with currentPassword' });
       }
-      if (input.businessNumber !== undefined && member.role !== 'SELLER') {
+      // null is what GET /members/me shows a non-seller: sending it back unchanged is no change.
+      if (input.businessNumber != null && member.role !== 'SELLER') {
         errors.push({ field: 'businessNumber', message: 'businessNumber is only for sellers' });
       }
       if (errors.length > 0) throw new ValidationError('Invalid request body', errors);

@@ -7,6 +7,7 @@ import type { AuthMember } from '../auth/tokens';
 import { affectedRows, centsToDecimal, dialect, type Db, type Trx } from '../db';
 import { countRows, fetchPage, type PageRequest, type PageSlice } from '../query-helpers';
 import { applyKeyword } from './keyword-index';
+import { PUBLIC_STATUSES } from '../../actors/product-status';
 import { Product, type ProductStatus } from './product-model';
 import type { SortField } from './product-schemas';
 
@@ -22,8 +23,6 @@ export interface ProductFilters {
   minPrice?: number;
   maxPrice?: number;
 }
-
-const PUBLIC_STATUSES: ProductStatus[] = ['ON_SALE', 'SOLD_OUT'];
 
 /**
  * Visibility (API.md): ON_SALE and SOLD_OUT for everyone, plus the caller's own DRAFTs for a seller,
