@@ -101,7 +101,9 @@ export type ListMembersQuery = yup.InferType<typeof listMembersQuery>;
 export const memberShape = yup
   .object({
     id: idField(),
-    email: stringField().email(),
+    // No `format: email`: stored addresses are NFC and may hold non-ASCII letters (josé@...), which the
+    // JSON Schema `email` format (ASCII only) would reject.
+    email: stringField().meta({ description: 'Trimmed, lower-cased, NFC-normalised e-mail address' }),
     name: stringField(),
     phone: stringField(),
     role: enumField(ROLES),

@@ -102,6 +102,13 @@ export const TAGS: Array<{ name: string; description: string }> = [
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 // Every response carries the request id (lib/http/request-id.ts), errors and successes alike.
 const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
+const RETRY_AFTER_HEADER = {
+  'Retry-After': {
+    description: 'Seconds to wait before trying again',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
+};
 
 function isYupSchema(schema: unknown): schema is yup.ISchema<unknown> {
   return yup.isSchema(schema);
@@ -165,6 +172,16 @@ class DocumentBuilder {
       add(415, 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)');
     }
     add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
+    // Every API operation reads the database (an authenticated call checks the member too): when it is down
+    // or too slow the answer is 503 with Retry-After (lib/db-errors.ts). Documentation and health are apart.
+    if (!def.tags.includes('Documentation') && !def.tags.includes('Health')) {
+      out['503'] ??= {
+        description:
+          'The database is unavailable or too slow (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
+        headers: { ...RESPONSE_HEADERS, ...RETRY_AFTER_HEADER },
+        content: { 'application/json': { schema: ERROR_REF } },
+      };
+    }
     return out;
   }
 

@@ -77,7 +77,8 @@ export function createContract(doc: OpenApiDocument): Contract {
       const ok = t.segments.every((seg, i) => {
         if (/^\{\w+\}$/.test(seg)) return segments[i] !== '';
         literal++;
-        return seg === segments[i];
+        // The router matches paths case-insensitively (`/API/V1/...` is served), so the contract does too.
+        return seg.toLowerCase() === segments[i].toLowerCase();
       });
       if (ok && (!best || literal > best.literal)) best = { template: t.template, literal };
     }

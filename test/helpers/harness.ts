@@ -41,7 +41,21 @@ export async function createTestDatabase(kind: DbKind = DB_KIND): Promise<TestDa
     drop: async () => {
       const conn = knexFactory({ client: 'mysql2', connection: MYSQL_SERVER_URL });
       try {
-        await conn.raw(`DROP DATABASE IF EXISTS \`${name}\``);
+        // MariaDB can refuse with "Directory not empty" (ER_DB_DROP_RMDIR, 1010) while it still closes the
+        // files of a busy database: try again a little later; a database that stays is only litter, not a failure.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await conn.raw(`DROP DATABASE IF EXISTS \`${name}\``);
+            break;
+          } catch (err) {
+            if ((err as { errno?: number }).errno !== 1010) throw err;
+            if (attempt >= 5) {
+              console.warn(`could not drop test database ${name}: ${(err as Error).message}`);
+              break;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+          }
+        }
       } finally {
         await conn.destroy();
         removeDir();
