@@ -2,6 +2,7 @@
 // pattern that matches a keyword literally. The HTTP side of paging (the page/size query parameters and
 // the page envelope) is lib/http/pagination.ts.
 import type { Knex } from 'knex';
+import { affectedRows } from './db';
 
 export interface PageRequest {
   /** From 0. */
@@ -54,4 +55,25 @@ export async function mapPage<Row, T>(
 /** Escapes `%`, `_` and the escape character itself for `LIKE ? ESCAPE '!'`, so a keyword matches literally. */
 export function likeContains(keyword: string): string {
   return `%${keyword.replace(/[!%_]/g, (ch) => `!${ch}`)}%`;
+}
+
+/**
+ * Deletes the rows of `table` that `where` selects, `batch` ids at a time (no long lock on a big table);
+ * returns how many were deleted. Used by the scheduled pruning.
+ */
+export async function deleteInBatches(
+  db: Knex,
+  table: string,
+  where: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+  batch = 1000,
+): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const ids = ((await where(db(table)).select('id').limit(batch)) as Array<{ id: number }>).map(
+      (r) => r.id,
+    );
+    if (ids.length === 0) return deleted;
+    deleted += affectedRows(await db(table).whereIn('id', ids).delete());
+    if (ids.length < batch) return deleted;
+  }
 }

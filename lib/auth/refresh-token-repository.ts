@@ -2,6 +2,7 @@
 // and its expiry, used and revoked times. Writes that decide a race are conditional UPDATEs whose
 // matched-row count the caller reads.
 import { affectedRows, type Db, type Trx } from '../db';
+import { deleteInBatches } from '../query-helpers';
 
 export interface RefreshTokenRow {
   id: number;
@@ -12,29 +13,14 @@ export interface RefreshTokenRow {
   revoked_at: unknown;
 }
 
-const PRUNE_BATCH = 1000;
-
 export function createRefreshTokenRepository(db: Db) {
-  /** Deletes the rows `select` finds, a batch at a time (no long lock on a big table). */
-  async function deleteInBatches(select: () => ReturnType<Db>): Promise<number> {
-    let deleted = 0;
-    for (;;) {
-      const ids = ((await select().select('id').limit(PRUNE_BATCH)) as Array<{ id: number }>).map(
-        (r) => r.id,
-      );
-      if (ids.length === 0) return deleted;
-      deleted += affectedRows(await db('refresh_tokens').whereIn('id', ids).delete());
-      if (ids.length < PRUNE_BATCH) return deleted;
-    }
-  }
-
   return {
     /** Expired rows (useless), used and revoked rows (a replay of one is recognised without its row). */
     async prune(now: Date): Promise<number> {
       return (
-        (await deleteInBatches(() => db('refresh_tokens').where('expires_at', '<', now))) +
-        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('used_at'))) +
-        (await deleteInBatches(() => db('refresh_tokens').whereNotNull('revoked_at')))
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.where('expires_at', '<', now))) +
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('used_at'))) +
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('revoked_at')))
       );
     },
 

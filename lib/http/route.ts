@@ -161,7 +161,8 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'Busy for a moment (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
 };
 
-const RETRY_AFTER = {
+/** The Retry-After response header of a 429 or 503, as the OpenAPI document describes it. */
+export const RETRY_AFTER = {
   'Retry-After': {
     description: 'Seconds to wait before trying again',
     required: true,

@@ -5,6 +5,7 @@
 // to every operation that can produce them, with API.md's error body as the shared `Error` component.
 import * as yup from 'yup';
 import type { JsonSchema, ResponseDoc, RouteDef } from '../http/route';
+import { RETRY_AFTER } from '../http/route';
 import { errorShape } from '../http/error-body';
 import { ComponentRegistry, describeYup, descriptionToJsonSchema, yupToJsonSchema } from './yup-json-schema';
 import { expandOptionalGroups, operationId, pathParamNames, toOpenApiPath } from './openapi-paths';
@@ -102,13 +103,6 @@ export const TAGS: Array<{ name: string; description: string }> = [
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 // Every response carries the request id (lib/http/request-id.ts), errors and successes alike.
 const RESPONSE_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } };
-const RETRY_AFTER_HEADER = {
-  'Retry-After': {
-    description: 'Seconds to wait before trying again',
-    required: true,
-    schema: { type: 'integer', minimum: 1 },
-  },
-};
 
 function isYupSchema(schema: unknown): schema is yup.ISchema<unknown> {
   return yup.isSchema(schema);
@@ -178,7 +172,7 @@ class DocumentBuilder {
       out['503'] ??= {
         description:
           'The database is unavailable or too slow (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
-        headers: { ...RESPONSE_HEADERS, ...RETRY_AFTER_HEADER },
+        headers: { ...RESPONSE_HEADERS, ...RETRY_AFTER },
         content: { 'application/json': { schema: ERROR_REF } },
       };
     }

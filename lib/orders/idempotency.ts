@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db';
 import { affectedRows, isUniqueViolation } from '../db';
+import { deleteInBatches } from '../query-helpers';
 import { ConflictError, IdempotencyKeyInProgressError } from '../errors';
 import type { Logger } from '../logger';
 
@@ -170,17 +171,7 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
 
     /** Scheduled pruning: keys past their 24 h window, a batch at a time. */
     async prune(now = new Date()): Promise<number> {
-      let deleted = 0;
-      for (;;) {
-        const ids = (
-          (await db('idempotency_keys').where('expires_at', '<', now).select('id').limit(1000)) as Array<{
-            id: number;
-          }>
-        ).map((r) => r.id);
-        if (ids.length === 0) return deleted;
-        deleted += affectedRows(await db('idempotency_keys').whereIn('id', ids).delete());
-        if (ids.length < 1000) return deleted;
-      }
+      return deleteInBatches(db, 'idempotency_keys', (q) => q.where('expires_at', '<', now));
     },
 
     /** Frees a claim whose request failed (its response was never stored), unless another process took it. */
