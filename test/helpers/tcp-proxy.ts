@@ -19,6 +19,7 @@ interface QueryTrap {
   text: Buffer;
   after: Buffer | null;
   forward: boolean;
+  blackoutMs: number;
   sprung: () => void;
 }
 
@@ -38,10 +39,11 @@ export interface TcpProxy {
   /**
    * The next time a client sends a packet containing `text`, the link is cut: after forwarding it
    * (`forward: true`, the server may act on it) or instead of forwarding it; with `after`, only on a
-   * connection that sent `after` before (the COMMIT of the transaction that inserted orders). Resolves
-   * when that happened.
+   * connection that sent `after` before (the COMMIT of the transaction that inserted orders). With
+   * `blackoutMs`, every connection is cut at that moment and new ones are refused that long (the service
+   * cannot check the outcome either). Resolves when that happened.
    */
-  cutOn(text: string, options: { forward: boolean; after?: string }): Promise<void>;
+  cutOn(text: string, options: { forward: boolean; after?: string; blackoutMs?: number }): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -78,19 +80,26 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (link.holed) return;
       if (trap?.after && chunk.includes(trap.after)) link.primed = true;
       if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
-        const { forward, sprung } = trap;
+        const { forward, blackoutMs, sprung } = trap;
         trap = null;
+        const spring = () => {
+          if (blackoutMs > 0) {
+            mode = 'refuse';
+            for (const other of [...links]) cut(other);
+            setTimeout(() => {
+              if (mode === 'refuse') mode = 'pass';
+            }, blackoutMs);
+          }
+          cut(link);
+          sprung();
+        };
         if (forward) {
           // the server gets the query, its answer is lost, then the connection drops
           upstream.write(chunk);
           link.holed = true;
-          setTimeout(() => {
-            cut(link);
-            sprung();
-          }, 50);
+          setTimeout(spring, 50);
         } else {
-          cut(link);
-          sprung();
+          spring();
         }
         return;
       }
@@ -130,6 +139,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           text: Buffer.from(text),
           after: options.after ? Buffer.from(options.after) : null,
           forward: options.forward,
+          blackoutMs: options.blackoutMs ?? 0,
           sprung: resolve,
         };
       });

@@ -11,19 +11,26 @@ import {
   type TestApp,
   type TestDatabase,
 } from '../helpers/harness';
-import { startCommitCutProxy, type CommitCutProxy } from '../helpers/commit-cut-proxy';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { eventually, placeOrder, productRow, world } from './order-fixtures';
 
 const modes = ['actor', 'transactional'] as const;
 const apps = new Map<string, TestApp>();
-let proxy: CommitCutProxy | undefined;
+let proxy: TcpProxy | undefined;
+
+/**
+ * Cuts the next COMMIT of a transaction that inserted orders (not the Idempotency-Key claim's): `applied`
+ * forwards it and loses the answer, `lost` never forwards it.
+ */
+const armCut = (mode: 'applied' | 'lost', blackoutMs = 0) =>
+  proxy!.cutOn('COMMIT', { forward: mode === 'applied', after: 'insert into `orders`', blackoutMs });
 let database: TestDatabase | undefined;
 
 test.before(async () => {
   if (DB_KIND !== 'mysql') return;
   database = await createTestDatabase('mysql');
   const url = new URL(database.env.DATABASE_URL);
-  proxy = await startCommitCutProxy({ host: url.hostname, port: Number(url.port || 3306) });
+  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
   url.port = String(proxy.port);
   for (const mode of modes) {
     apps.set(
@@ -64,7 +71,7 @@ for (const mode of modes) {
       const { buyer, product } = await world(app);
       const p = await product({ stockQuantity: 5 });
       const items = [{ productId: p, quantity: 2 }];
-      const cut = proxy!.armCut('applied');
+      const cut = armCut('applied');
       const res = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': `applied-${mode}-${p}` });
       await cut;
       t.is(res.status, 201);
@@ -87,7 +94,7 @@ for (const mode of modes) {
       const { buyer, product } = await world(app);
       const p = await product({ stockQuantity: 5 });
       const items = [{ productId: p, quantity: 1 }];
-      const cut = proxy!.armCut('lost');
+      const cut = armCut('lost');
       const res = await placeOrder(app, buyer.token, items);
       await cut;
       t.is(res.status, 201);
@@ -108,7 +115,7 @@ for (const mode of modes) {
         const p = await product({ stockQuantity: 5 });
         const items = [{ productId: p, quantity: 1 }];
         const key = `unknown-${cutMode}-${mode}-${p}`;
-        const cut = proxy!.armCut(cutMode, 2500);
+        const cut = armCut(cutMode, 2500);
         const res = await placeOrder(app, buyer.token, items, { 'Idempotency-Key': key });
         await cut;
         t.is(res.status, 503);
