@@ -75,6 +75,8 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     prefix: config.prefix,
     instanceId: config.instanceId,
     requestTimeoutMs: config.requestTimeoutMs,
+    // Balancing runs every half renewal period: a released shard is claimed within that (plus the claim).
+    handoverWaitMs: Math.min(config.requestTimeoutMs, Math.ceil(config.renewMs * 0.6)),
     retryAfterSeconds: Math.ceil((config.leaseTtlMs + config.renewMs) / 1000),
     shardOf: shardOfProduct,
     owns: ownership.owns,

@@ -28,6 +28,8 @@ interface RequestEnvelope {
 
 type ReplyEnvelope = { v: 1; ok: true; value: unknown } | { v: 1; ok: false; error: WireError };
 
+const HANDOVER_POLL_MS = 50;
+
 /** A 503 for a request that reached an owner (or was in flight to one) but got no answer: it may have run. */
 export class OwnerDidNotAnswerError extends ServiceUnavailableError {}
 
@@ -36,6 +38,8 @@ export interface ForwarderDeps {
   prefix: string;
   instanceId: string;
   requestTimeoutMs: number;
+  /** How long a request for an unowned shard keeps asking before its 503 (about one balancing round). */
+  handoverWaitMs: number;
   /** Retry-After of a 503: about the time a shard takes to find a new owner. */
   retryAfterSeconds: number;
   shardOf(productId: number): number;
@@ -135,17 +139,34 @@ export function createForwarder(deps: ForwarderDeps) {
       if (!deps.connected()) throw unavailable('The cluster is unreachable');
       const envelope: RequestEnvelope = { v: 1, productId, payload, origin: instanceId };
       let reply: ReplyEnvelope;
-      try {
-        const msg = await nc.request(subject(shard), JSON.stringify(envelope), {
-          timeout: deps.requestTimeoutMs,
-        });
-        reply = msg.json<ReplyEnvelope>();
-      } catch (err) {
-        const why = (err as Error).message ?? String(err);
-        log.warn(`Request to shard ${shard} (product ${productId}) failed: ${why}`);
-        if (/no responders/i.test(why)) throw unavailable(`No instance serves shard ${shard} right now`);
-        // The owner got it (or died holding it): it may have run.
-        throw new OwnerDidNotAnswerError(`Shard ${shard} did not answer; please retry`, deps.retryAfterSeconds);
+      // A shard handed over on a join or a graceful leave is unowned for at most a balancing round: ask again
+      // for that long before answering 503 (an owner that died leaves it unowned for the lease TTL).
+      const handoverDeadline = Date.now() + deps.handoverWaitMs;
+      for (;;) {
+        try {
+          const msg = await nc.request(subject(shard), JSON.stringify(envelope), {
+            timeout: deps.requestTimeoutMs,
+          });
+          reply = msg.json<ReplyEnvelope>();
+          break;
+        } catch (err) {
+          const why = (err as Error).message ?? String(err);
+          const noOwner = /no responders/i.test(why);
+          if (noOwner && Date.now() < handoverDeadline) {
+            await new Promise((resolve) => setTimeout(resolve, HANDOVER_POLL_MS));
+            if (deps.owns(shard) && handler) {
+              return jsonCopy(await handler({ productId, shard, payload, origin: instanceId })) as T;
+            }
+            continue;
+          }
+          log.warn(`Request to shard ${shard} (product ${productId}) failed: ${why}`);
+          if (noOwner) throw unavailable(`No instance serves shard ${shard} right now`);
+          // The owner got it (or died holding it): it may have run.
+          throw new OwnerDidNotAnswerError(
+            `Shard ${shard} did not answer; please retry`,
+            deps.retryAfterSeconds,
+          );
+        }
       }
       if (reply.ok) return reply.value as T;
       if (reply.error.status >= 500 && reply.error.code === 'INTERNAL_ERROR') {

@@ -7,7 +7,7 @@ import test, { type ExecutionContext } from 'ava';
 import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import { destroyClusterBuckets } from '../../lib/cluster/cluster';
-import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { exactlyOnce, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
 
 const address = {
   zipCode: '12345',
@@ -220,7 +220,17 @@ natsTest('a shard handed to a joining instance takes its idle actors off the old
       2000,
       () => 'an actor of a shard that moved away is still active',
     );
-    // Every product still sells, through any instance.
+    // Once the handover settled (every shard owned once), every product sells again, through any instance.
+    await until(
+      () =>
+        exactlyOnce(
+          world.apps.map((app) => app.bundle.services.cluster!),
+          16,
+          6,
+        ),
+      5000,
+      () => world.apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+    );
     for (const [index, productId] of products.entries()) {
       const placed = await order(world.apps[index % 3], world.buyer, productId, 1);
       t.is(placed.status, 201, placed.text);
