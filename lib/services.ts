@@ -66,6 +66,7 @@ export function createServices(deps: Deps) {
     db: deps.db,
     inventory,
     idempotency,
+    caps: deps.config.orderPolicies,
     notifications: { wake: () => dispatcher.kick() },
     observer: metrics.orders,
   });

@@ -7,7 +7,7 @@ import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
-import type { OrderStatus } from '../../actors/order-lifecycle-machine';
+import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
 import { insertWithIds } from './insert-ids';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
@@ -41,6 +41,14 @@ export interface OrderHead {
   status: OrderStatus;
   order_number: string;
 }
+
+/**
+ * Open orders (PENDING, CONFIRMED): the ones the machine lets their buyer cancel, i.e. stock held but not yet
+ * on its way. The per-product unit cap counts them.
+ */
+export const OPEN_STATUSES: OrderStatus[] = ORDER_STATUSES.filter(
+  (status) => nextStatus(status, { type: 'CANCEL', memberId: 0, role: 'BUYER' }) === 'CANCELLED',
+);
 
 /** Lost deadlock races re-run the compare-and-set; this bounds the loop. */
 const MAX_DEADLOCK_ATTEMPTS = 10;
@@ -337,4 +345,51 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
       .update({ response_status: 201, response_body: JSON.stringify({ orders: results[index] }) });
   }
   return results;
+}
+
+/**
+ * Locks the buyers' member rows until COMMIT (one UPDATE that changes nothing; InnoDB walks the primary key
+ * in id order, so two transactions never take them in opposite orders). It serialises a buyer's placements
+ * across transactions and processes; SQLite holds its one write lock already. On MySQL the reads that
+ * follow take their snapshot after the lock was granted, so they see every placement committed before.
+ */
+export async function lockBuyers(trx: Trx, buyerIds: number[]): Promise<void> {
+  await trx('members')
+    .whereIn(
+      'id',
+      [...buyerIds].sort((a, b) => a - b),
+    )
+    .update({ updated_at: trx.ref('updated_at') });
+}
+
+/** Per buyer: PENDING orders, and units of `productIds` in open (PENDING or CONFIRMED) orders. */
+export async function openHoldings(
+  trx: Db | Trx,
+  buyerIds: number[],
+  productIds: number[],
+): Promise<Map<number, { pending: number; units: Map<number, number> }>> {
+  const held = new Map(buyerIds.map((id) => [id, { pending: 0, units: new Map<number, number>() }]));
+  const pending = (await trx('orders')
+    .whereIn('buyer_id', buyerIds)
+    .andWhere('status', 'PENDING')
+    .groupBy('buyer_id')
+    .select('buyer_id')
+    .count({ n: '*' })) as Array<{ buyer_id: number; n: number | string }>;
+  for (const row of pending) held.get(Number(row.buyer_id))!.pending = Number(row.n);
+  if (productIds.length > 0) {
+    const units = (await trx('order_items')
+      .join('orders', 'orders.id', 'order_items.order_id')
+      .whereIn('orders.buyer_id', buyerIds)
+      .whereIn('orders.status', OPEN_STATUSES)
+      .whereIn('order_items.product_id', productIds)
+      .groupBy('orders.buyer_id', 'order_items.product_id')
+      .select('orders.buyer_id', 'order_items.product_id')
+      .sum({ n: 'order_items.quantity' })) as Array<{
+      buyer_id: number;
+      product_id: number;
+      n: number | string;
+    }>;
+    for (const row of units) held.get(Number(row.buyer_id))!.units.set(Number(row.product_id), Number(row.n));
+  }
+  return held;
 }

@@ -15,12 +15,15 @@ import type { HeldClaim, IdempotencyStore } from './idempotency';
 import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
 import { createOrderRepository, type OrderHead } from './order-repository';
-import { orderWriter } from './order-writer';
+import { createOrderWriter } from './order-writer';
+import { NO_CAPS, refuseEarly, type BuyerCaps } from './buyer-caps';
 
 export interface OrderServiceDeps {
   db: Db;
   inventory: Inventory;
   idempotency: IdempotencyStore;
+  /** The operator's caps on a buyer's pending orders and open units per product (null = off). */
+  caps?: BuyerCaps;
   /** Named hook: new outbox rows were committed (the dispatcher delivers them). */
   notifications: { wake(): void };
   /** Named hooks for metrics: orders committed, and placements refused by the error code the client sees. */
@@ -39,6 +42,8 @@ const MAX_CAS_ATTEMPTS = 10;
 export function createOrderService(deps: OrderServiceDeps) {
   const { inventory, notifications } = deps;
   const orders = createOrderRepository(deps.db);
+  const caps = deps.caps ?? NO_CAPS;
+  const orderWriter = createOrderWriter(caps);
 
   async function findOrder(orderId: number): Promise<OrderHead> {
     const order = await orders.findOrder(orderId);
@@ -60,10 +65,12 @@ export function createOrderService(deps: OrderServiceDeps) {
           return { orders: (claimed.body as { orders: OrderJson[] }).orders, replayed: true };
         claim = claimed;
       }
+      const items = body.orderItems.map((item) => ({ productId: item.productId, quantity: item.quantity }));
       try {
+        await refuseEarly(deps.db, caps, buyerId, items);
         const placed = await inventory.place(
           {
-            items: body.orderItems.map((item) => ({ productId: item.productId, quantity: item.quantity })),
+            items,
             details: {
               buyerId,
               address: body.shippingAddress,
