@@ -25,6 +25,7 @@ import { createInventory } from './inventory/create-inventory';
 import { createInventoryStockWrites } from './inventory/inventory-stock-writes';
 import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
+import { createOrderExpiry } from './orders/order-expiry';
 import { createMetrics } from './metrics/metrics';
 import { countPendingOutbox } from './notifications/outbox';
 
@@ -70,6 +71,11 @@ export function createServices(deps: Deps) {
     notifications: { wake: () => dispatcher.kick() },
     observer: metrics.orders,
   });
+  const { pendingExpiry } = deps.config.orderPolicies;
+  /** Null unless ORDER_PENDING_EXPIRY_SECONDS is set. */
+  const orderExpiry = pendingExpiry
+    ? createOrderExpiry({ logger: deps.logger, orders, expiry: pendingExpiry })
+    : null;
   const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService({ ...deps, cacheObserver });
   const quotas = createSellerQuotas(deps.config);
@@ -111,6 +117,7 @@ export function createServices(deps: Deps) {
     notifications,
     inventory,
     orders,
+    orderExpiry,
     hasher,
     pruner,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
@@ -118,10 +125,13 @@ export function createServices(deps: Deps) {
       await images.sweepStaleUploads();
       dispatcher.start();
       pruner.start();
+      orderExpiry?.start();
       rateLimits.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
+      // A sweep in progress finishes first: it still needs the inventory and the pool.
+      await orderExpiry?.stop();
       await inventory.stop();
       await dispatcher.stop();
       rateLimits.stop();

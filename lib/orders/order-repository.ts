@@ -58,7 +58,7 @@ export function createOrderRepository(db: Db) {
     order: OrderHead,
     from: OrderStatus,
     to: OrderStatus,
-    changedBy: number,
+    changedBy: number | null,
     extra?: (trx: Trx, now: Date) => Promise<void>,
   ): Promise<boolean> {
     return db.transaction(async (trx) => {
@@ -127,6 +127,42 @@ export function createOrderRepository(db: Db) {
       return items.map((item) => ({ productId: item.product_id, quantity: item.quantity }));
     },
 
+    /** PENDING orders placed at or before `cutoff`, oldest first, at most `limit` (the expiry sweep's batch). */
+    async pendingPlacedBefore(cutoff: Date, limit: number): Promise<OrderHead[]> {
+      return (await db('orders')
+        .where('status', 'PENDING')
+        .andWhere('ordered_at', '<=', cutoff)
+        .orderBy('id')
+        .limit(limit)
+        .select('id', 'buyer_id', 'status', 'order_number')) as OrderHead[];
+    },
+
+    /**
+     * Inside a status change's transaction: the same OrderStatusChanged event as the buyer's, to every seller
+     * with items in the order (the buyer's row is written by the compare-and-set itself).
+     */
+    async notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: OrderStatus, now: Date) {
+      const sellers = (await trx('order_items')
+        .where('order_id', order.id)
+        .distinct('seller_id')
+        .orderBy('seller_id')) as Array<{ seller_id: number }>;
+      await writeOutbox(
+        trx,
+        sellers.map(({ seller_id: sellerId }) => ({
+          type: 'OrderStatusChanged' as const,
+          recipientId: Number(sellerId),
+          payload: {
+            buyerId: order.buyer_id,
+            orderId: order.id,
+            orderNumber: order.order_number,
+            from,
+            to,
+          },
+        })),
+        now,
+      );
+    },
+
     /** A page of the buyer's order ids, newest first. */
     pageOfBuyer(buyerId: number, request: PageRequest & { status?: string }) {
       const query = db('orders').where('buyer_id', buyerId).orderBy('id', 'desc').select('id');
@@ -157,7 +193,7 @@ export function createOrderRepository(db: Db) {
       order: OrderHead,
       from: OrderStatus,
       to: OrderStatus,
-      changedBy: number,
+      changedBy: number | null,
       extra?: (trx: Trx, now: Date) => Promise<void>,
     ): Promise<boolean> {
       for (let attempt = 1; ; attempt++) {

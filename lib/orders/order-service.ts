@@ -36,6 +36,9 @@ export interface PlaceResult {
   replayed: boolean;
 }
 
+/** The system's event that cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS). */
+const EXPIRE = { type: 'EXPIRE', role: 'SYSTEM' } as const;
+
 /** Lost compare-and-set races re-read and decide again; this bounds the loop. */
 const MAX_CAS_ATTEMPTS = 10;
 
@@ -171,6 +174,31 @@ export function createOrderService(deps: OrderServiceDeps) {
         }
       }
       throw new ConflictError('ORDER_NOT_CANCELLABLE', 'The order changed concurrently; please retry');
+    },
+
+    /**
+     * The expiry sweep's work: cancels (EXPIRE, by the system) up to `limit` PENDING orders placed at least
+     * `maxAgeSeconds` before `now`, oldest first, each like a buyer's cancel: one compare-and-set from PENDING
+     * whose transaction also restores the stock and writes the outbox rows for the buyer and every seller.
+     * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
+     * sweep, or another instance sweeping the same database, leaves exactly one outcome. The expired ids.
+     */
+    async expirePending(now: Date, maxAgeSeconds: number, limit: number): Promise<number[]> {
+      const due = await orders.pendingPlacedBefore(new Date(now.getTime() - maxAgeSeconds * 1000), limit);
+      const expired: number[] = [];
+      for (const order of due) {
+        if (nextStatus(order.status, EXPIRE) !== 'CANCELLED') continue;
+        const changes = totalsByProduct(await orders.orderLines(order.id));
+        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', null, async (trx, at) => {
+          await inventory.restore(trx, changes, at);
+          await orders.notifySellers(trx, order, order.status, 'CANCELLED', at);
+        });
+        if (!won) continue; // confirmed, cancelled or expired elsewhere meanwhile
+        await inventory.restored(changes);
+        expired.push(order.id);
+      }
+      if (expired.length > 0) notifications.wake();
+      return expired;
     },
   };
 }
