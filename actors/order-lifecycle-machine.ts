@@ -2,7 +2,9 @@
 // status change with the pure `transition()` API on a snapshot restored from the persisted status; the
 // tests and the visualizer read the same definition. Each transition's `meta` names the role that may
 // trigger it; the guards check that role on the event (ownership is checked by the service, which has
-// the database). The status list and the seller's events are derived from this definition.
+// the database). The status list and the seller's events are derived from this definition. One transition
+// belongs to no member: EXPIRE, the system's cancellation of a PENDING order left unconfirmed too long
+// (ORDER_PENDING_EXPIRY_SECONDS, lib/orders/order-expiry.ts); it records no member as its author.
 import { assign, setup, transition, type StateValueFrom } from 'xstate';
 import { walkMachine } from './machine-walk';
 
@@ -18,15 +20,16 @@ export type OrderLifecycleEvent =
   | ({ type: 'CONFIRM' } & TransitionActor)
   | ({ type: 'SHIP' } & TransitionActor)
   | ({ type: 'DELIVER' } & TransitionActor)
-  | ({ type: 'CANCEL' } & TransitionActor);
+  | ({ type: 'CANCEL' } & TransitionActor)
+  | { type: 'EXPIRE'; role: 'SYSTEM' };
 
 export interface OrderLifecycleContext {
-  /** Member who made the last change (null for the initial PENDING). */
+  /** Member who made the last change (null for the initial PENDING and for a system change). */
   changedBy: number | null;
 }
 
 export interface TransitionMeta {
-  role: OrderRole;
+  role: OrderRole | 'SYSTEM';
   description: string;
 }
 
@@ -49,9 +52,11 @@ export const orderLifecycleMachine = setup({
   guards: {
     bySeller: ({ event }) => event.role === 'SELLER',
     byBuyer: ({ event }) => event.role === 'BUYER',
+    bySystem: ({ event }) => event.role === 'SYSTEM',
   },
   actions: {
-    recordChangedBy: assign({ changedBy: ({ event }) => event.memberId }),
+    recordChangedBy: assign({ changedBy: ({ event }) => ('memberId' in event ? event.memberId : null) }),
+    recordSystem: assign({ changedBy: null }),
   },
 }).createMachine({
   id: 'orderLifecycle',
@@ -68,6 +73,16 @@ export const orderLifecycleMachine = setup({
           meta: { role: 'SELLER', description: 'Seller confirms the order' } satisfies TransitionMeta,
         },
         CANCEL: cancelByBuyer,
+        EXPIRE: {
+          target: 'CANCELLED',
+          guard: 'bySystem',
+          actions: 'recordSystem',
+          meta: {
+            role: 'SYSTEM',
+            description:
+              'Unconfirmed past ORDER_PENDING_EXPIRY_SECONDS (when set); stock is restored, buyer and sellers notified',
+          } satisfies TransitionMeta,
+        },
       },
     },
     CONFIRMED: {
@@ -94,7 +109,7 @@ export const orderLifecycleMachine = setup({
       },
     },
     DELIVERED: { type: 'final', description: 'Delivered' },
-    CANCELLED: { type: 'final', description: 'Cancelled by the buyer' },
+    CANCELLED: { type: 'final', description: 'Cancelled by the buyer, or expired unconfirmed' },
   },
 });
 

@@ -25,9 +25,10 @@ import { createInventory } from './inventory/create-inventory';
 import { createInventoryStockWrites } from './inventory/inventory-stock-writes';
 import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
+import { createOrderExpiry } from './orders/order-expiry';
 import { createMetrics } from './metrics/metrics';
 import { countPendingOutbox } from './notifications/outbox';
-import { orderWriter } from './orders/order-writer';
+import { createOrderWriter } from './orders/order-writer';
 import type { StockWriter } from './inventory/inventory';
 import { bridgeAppEvents } from './cluster/app-events';
 import type { Cluster } from './cluster/cluster';
@@ -62,6 +63,9 @@ export function createServices(deps: Deps) {
   const health = createHealthService(deps);
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
+  // One order writer (under the operator's buyer caps): the inventory runs it for requests forwarded from
+  // other instances, the order service for its own.
+  const orderWriter = createOrderWriter(deps.config.orderPolicies);
   const inventory = createInventory({
     ...deps,
     catalog: createCatalogHooks(events),
@@ -74,9 +78,16 @@ export function createServices(deps: Deps) {
     db: deps.db,
     inventory,
     idempotency,
+    caps: deps.config.orderPolicies,
+    writer: orderWriter,
     notifications: { wake: () => dispatcher.kick() },
     observer: metrics.orders,
   });
+  const { pendingExpiry } = deps.config.orderPolicies;
+  /** Null unless ORDER_PENDING_EXPIRY_SECONDS is set. */
+  const orderExpiry = pendingExpiry
+    ? createOrderExpiry({ logger: deps.logger, orders, expiry: pendingExpiry })
+    : null;
   const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService({ ...deps, events, cacheObserver });
   const quotas = createSellerQuotas(deps.config);
@@ -132,6 +143,7 @@ export function createServices(deps: Deps) {
     notifications,
     inventory,
     orders,
+    orderExpiry,
     hasher,
     pruner,
     /** The cluster this instance joined (null outside cluster mode). */
@@ -144,6 +156,7 @@ export function createServices(deps: Deps) {
       if (deps.cluster) await joinCluster(deps.cluster);
       dispatcher.start();
       pruner.start();
+      orderExpiry?.start();
       rateLimits.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
@@ -151,6 +164,8 @@ export function createServices(deps: Deps) {
       // Hands this instance's shards over first (answers under way go out), then flushes what is left here.
       await deps.cluster?.close();
       leaveEvents?.();
+      // A sweep in progress finishes first: it still needs the inventory and the pool.
+      await orderExpiry?.stop();
       await inventory.stop();
       await dispatcher.stop();
       rateLimits.stop();

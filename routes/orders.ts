@@ -46,7 +46,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
           [404, 'NOT_FOUND: an unknown or deleted product'],
           [
             409,
-            'INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After)',
+            "INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After), ORDER_LIMIT_EXCEEDED (an operator cap, off by default, naming the limit: pending orders per buyer, or units of one product in the buyer's PENDING and CONFIRMED orders)",
           ],
           [
             503,

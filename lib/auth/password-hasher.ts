@@ -1,6 +1,6 @@
 // bcrypt for request paths, bounded. Unbounded, 50 parallel logins filled libuv's 4 threads for seconds and
 // froze everything else that needs them (image files, DNS, zlib). At most `concurrency` hashes/compares run at
-// once (BCRYPT_CONCURRENCY, default 2, leaving threads for the rest), at most `queueLimit` wait; beyond that
+// once (BCRYPT_CONCURRENCY, default cores - 1 within 1..2, leaving threads and a core for the rest), at most `queueLimit` wait; beyond that
 // the caller gets 503 SERVICE_UNAVAILABLE with Retry-After at once, without costing a thread.
 import { ServiceUnavailableError } from '../errors';
 import { hashPassword, verifyPassword } from './passwords';

@@ -2,6 +2,7 @@
 // tokens (one client refreshing in a loop added 143 rows/s, kept for 7 days) and Idempotency-Keys past their
 // 24 h window. Every PRUNE_INTERVAL_SECONDS; a failed pass is logged and the next one tries again.
 import type { Logger } from '../logger';
+import { createPeriodic } from './periodic';
 
 export interface PruneTarget {
   name: string;
@@ -10,8 +11,6 @@ export interface PruneTarget {
 
 export function createPruner(deps: { logger: Logger; intervalSeconds: number; targets: PruneTarget[] }) {
   const log = deps.logger.child({ component: 'Pruner' });
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
 
   async function pruneOnce(): Promise<Record<string, number>> {
     const now = new Date();
@@ -21,29 +20,13 @@ export function createPruner(deps: { logger: Logger; intervalSeconds: number; ta
     return deleted;
   }
 
-  const tick = () => {
-    running = pruneOnce().then(
-      () => undefined,
-      (err: unknown) => log.error({ err }, 'Pruning failed; trying again at the next interval'),
-    );
-    void running.finally(() => {
-      running = null;
-      if (timer) timer = setTimeout(tick, deps.intervalSeconds * 1000).unref();
-    });
-  };
-
-  return {
-    pruneOnce,
-    start(): void {
-      if (!timer) timer = setTimeout(tick, deps.intervalSeconds * 1000).unref();
-    },
-    /** Stops the schedule and waits for a pass in progress (the pool closes afterwards). */
-    async stop(): Promise<void> {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      await running;
-    },
-  };
+  const schedule = createPeriodic({
+    intervalSeconds: deps.intervalSeconds,
+    run: pruneOnce,
+    log,
+    failure: 'Pruning failed; trying again at the next interval',
+  });
+  return { pruneOnce, start: schedule.start, stop: schedule.stop };
 }
 
 export type Pruner = ReturnType<typeof createPruner>;

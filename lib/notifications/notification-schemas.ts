@@ -32,7 +32,8 @@ export const orderStatusChangedPayloadShape = yup
   .noUnknown()
   .meta({
     component: 'OrderStatusChanged',
-    description: 'To the buyer, on every status change of their order (a cancellation included)',
+    description:
+      'To the buyer, on every status change of their order (a cancellation included); to its sellers too when the system cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS)',
     example: { buyerId: 3, orderId: 1, orderNumber: ORDER_NUMBER_EXAMPLE, from: 'PENDING', to: 'CONFIRMED' },
   });
 export type OrderStatusChangedPayload = yup.InferType<typeof orderStatusChangedPayloadShape>;

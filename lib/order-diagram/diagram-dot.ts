@@ -9,11 +9,20 @@ import type { DiagramModel, DiagramTransition } from './diagram-model';
 /** What to highlight for one order: its current state and the steps it took (from its status history). */
 export interface DiagramHighlight {
   current: string;
-  steps: Array<{ from: string | null; to: string }>;
+  /**
+   * `bySystem` tells apart transitions between the same two states (PENDING -> CANCELLED: the buyer's CANCEL or
+   * the system's EXPIRE); the history knows it by `changedBy` (null: the system).
+   */
+  steps: Array<{ from: string | null; to: string; bySystem?: boolean }>;
   title?: string;
 }
 
-export const ROLE_COLORS: Record<string, string> = { SELLER: '#1f5fbf', BUYER: '#c2410c' };
+export const ROLE_COLORS: Record<string, string> = {
+  SELLER: '#1f5fbf',
+  BUYER: '#c2410c',
+  // The service itself (the expiry sweep), not a member.
+  SYSTEM: '#7e22ce',
+};
 export const DEFAULT_ROLE_COLOR = '#555555';
 export const CURRENT_FILL = '#16a34a';
 export const VISITED_FILL = '#bbf7d0';
@@ -42,7 +51,12 @@ export function transitionId(t: DiagramTransition): string {
 }
 
 function isTaken(t: DiagramTransition, highlight: DiagramHighlight | undefined): boolean {
-  return !!highlight?.steps.some((s) => s.from === t.from && s.to === t.to);
+  return !!highlight?.steps.some(
+    (s) =>
+      s.from === t.from &&
+      s.to === t.to &&
+      (s.bySystem === undefined || s.bySystem === (t.role === 'SYSTEM')),
+  );
 }
 
 export function diagramDot(model: DiagramModel, highlight?: DiagramHighlight): string {

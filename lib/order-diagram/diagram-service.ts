@@ -10,7 +10,7 @@ export interface OrderDiagramSource {
   orderNumber: string;
   status: string;
   /** Oldest first; the first entry is the creation (`from: null`, `to: 'PENDING'`). */
-  statusHistory: Array<{ from: string | null; to: string }>;
+  statusHistory: Array<{ from: string | null; to: string; changedBy: number | null }>;
 }
 
 export function createOrderDiagramService(machine?: AnyStateMachine) {
@@ -32,7 +32,12 @@ export function createOrderDiagramService(machine?: AnyStateMachine) {
 
     /** SVG of one order's lifecycle: its current status and the transitions it took, highlighted. */
     orderDiagram(order: OrderDiagramSource): Promise<string> {
-      const steps = order.statusHistory.map((change) => ({ from: change.from, to: change.to }));
+      const steps = order.statusHistory.map((change) => ({
+        from: change.from,
+        to: change.to,
+        // The creation has no member either, but no transition of the machine leads to the initial state.
+        bySystem: change.from !== null && change.changedBy === null,
+      }));
       return renderDiagram(model, {
         current: order.status,
         steps,

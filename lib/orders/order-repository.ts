@@ -7,7 +7,7 @@ import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
-import type { OrderStatus } from '../../actors/order-lifecycle-machine';
+import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
 import { insertWithIds } from './insert-ids';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
@@ -42,6 +42,14 @@ export interface OrderHead {
   order_number: string;
 }
 
+/**
+ * Open orders (PENDING, CONFIRMED): the ones the machine lets their buyer cancel, i.e. stock held but not yet
+ * on its way. The per-product unit cap counts them.
+ */
+export const OPEN_STATUSES: OrderStatus[] = ORDER_STATUSES.filter(
+  (status) => nextStatus(status, { type: 'CANCEL', memberId: 0, role: 'BUYER' }) === 'CANCELLED',
+);
+
 /** Lost deadlock races re-run the compare-and-set; this bounds the loop. */
 const MAX_DEADLOCK_ATTEMPTS = 10;
 
@@ -50,7 +58,7 @@ export function createOrderRepository(db: Db) {
     order: OrderHead,
     from: OrderStatus,
     to: OrderStatus,
-    changedBy: number,
+    changedBy: number | null,
     extra?: (trx: Trx, now: Date) => Promise<void>,
   ): Promise<boolean> {
     return db.transaction(async (trx) => {
@@ -119,6 +127,42 @@ export function createOrderRepository(db: Db) {
       return items.map((item) => ({ productId: item.product_id, quantity: item.quantity }));
     },
 
+    /** PENDING orders placed at or before `cutoff`, oldest first, at most `limit` (the expiry sweep's batch). */
+    async pendingPlacedBefore(cutoff: Date, limit: number): Promise<OrderHead[]> {
+      return (await db('orders')
+        .where('status', 'PENDING')
+        .andWhere('ordered_at', '<=', cutoff)
+        .orderBy('id')
+        .limit(limit)
+        .select('id', 'buyer_id', 'status', 'order_number')) as OrderHead[];
+    },
+
+    /**
+     * Inside a status change's transaction: the same OrderStatusChanged event as the buyer's, to every seller
+     * with items in the order (the buyer's row is written by the compare-and-set itself).
+     */
+    async notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: OrderStatus, now: Date) {
+      const sellers = (await trx('order_items')
+        .where('order_id', order.id)
+        .distinct('seller_id')
+        .orderBy('seller_id')) as Array<{ seller_id: number }>;
+      await writeOutbox(
+        trx,
+        sellers.map(({ seller_id: sellerId }) => ({
+          type: 'OrderStatusChanged' as const,
+          recipientId: Number(sellerId),
+          payload: {
+            buyerId: order.buyer_id,
+            orderId: order.id,
+            orderNumber: order.order_number,
+            from,
+            to,
+          },
+        })),
+        now,
+      );
+    },
+
     /** A page of the buyer's order ids, newest first. */
     pageOfBuyer(buyerId: number, request: PageRequest & { status?: string }) {
       const query = db('orders').where('buyer_id', buyerId).orderBy('id', 'desc').select('id');
@@ -149,7 +193,7 @@ export function createOrderRepository(db: Db) {
       order: OrderHead,
       from: OrderStatus,
       to: OrderStatus,
-      changedBy: number,
+      changedBy: number | null,
       extra?: (trx: Trx, now: Date) => Promise<void>,
     ): Promise<boolean> {
       for (let attempt = 1; ; attempt++) {
@@ -337,4 +381,51 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
       .update({ response_status: 201, response_body: JSON.stringify({ orders: results[index] }) });
   }
   return results;
+}
+
+/**
+ * Locks the buyers' member rows until COMMIT (one UPDATE that changes nothing; InnoDB walks the primary key
+ * in id order, so two transactions never take them in opposite orders). It serialises a buyer's placements
+ * across transactions and processes; SQLite holds its one write lock already. On MySQL the reads that
+ * follow take their snapshot after the lock was granted, so they see every placement committed before.
+ */
+export async function lockBuyers(trx: Trx, buyerIds: number[]): Promise<void> {
+  await trx('members')
+    .whereIn(
+      'id',
+      [...buyerIds].sort((a, b) => a - b),
+    )
+    .update({ updated_at: trx.ref('updated_at') });
+}
+
+/** Per buyer: PENDING orders, and units of `productIds` in open (PENDING or CONFIRMED) orders. */
+export async function openHoldings(
+  trx: Db | Trx,
+  buyerIds: number[],
+  productIds: number[],
+): Promise<Map<number, { pending: number; units: Map<number, number> }>> {
+  const held = new Map(buyerIds.map((id) => [id, { pending: 0, units: new Map<number, number>() }]));
+  const pending = (await trx('orders')
+    .whereIn('buyer_id', buyerIds)
+    .andWhere('status', 'PENDING')
+    .groupBy('buyer_id')
+    .select('buyer_id')
+    .count({ n: '*' })) as Array<{ buyer_id: number; n: number | string }>;
+  for (const row of pending) held.get(Number(row.buyer_id))!.pending = Number(row.n);
+  if (productIds.length > 0) {
+    const units = (await trx('order_items')
+      .join('orders', 'orders.id', 'order_items.order_id')
+      .whereIn('orders.buyer_id', buyerIds)
+      .whereIn('orders.status', OPEN_STATUSES)
+      .whereIn('order_items.product_id', productIds)
+      .groupBy('orders.buyer_id', 'order_items.product_id')
+      .select('orders.buyer_id', 'order_items.product_id')
+      .sum({ n: 'order_items.quantity' })) as Array<{
+      buyer_id: number;
+      product_id: number;
+      n: number | string;
+    }>;
+    for (const row of units) held.get(Number(row.buyer_id))!.units.set(Number(row.product_id), Number(row.n));
+  }
+  return held;
 }

@@ -152,7 +152,9 @@ export const statusChangeShape = yup
       .nullable()
       .meta({ description: 'null for the first entry (the order was placed)' }),
     to: enumField(ORDER_STATUSES),
-    changedBy: idField().nullable().meta({ description: 'The member who made the change' }),
+    changedBy: idField().nullable().meta({
+      description: 'The member who made the change; null for the system (an expired PENDING order)',
+    }),
     changedAt: timeField(),
   })
   .noUnknown()

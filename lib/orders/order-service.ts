@@ -15,12 +15,18 @@ import type { HeldClaim, IdempotencyStore } from './idempotency';
 import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
 import { createOrderRepository, type OrderHead } from './order-repository';
-import { orderWriter } from './order-writer';
+import type { OrderDetails } from './order-writer';
+import type { StockWriter } from '../inventory/inventory';
+import { NO_CAPS, refuseEarly, type BuyerCaps } from './buyer-caps';
 
 export interface OrderServiceDeps {
   db: Db;
   inventory: Inventory;
   idempotency: IdempotencyStore;
+  /** The operator's caps on a buyer's pending orders and open units per product (null = off). */
+  caps?: BuyerCaps;
+  /** The writer of the orders' rows, made with the same caps (createOrderWriter). */
+  writer: StockWriter<OrderDetails, OrderJson[]>;
   /** Named hook: new outbox rows were committed (the dispatcher delivers them). */
   notifications: { wake(): void };
   /** Named hooks for metrics: orders committed, and placements refused by the error code the client sees. */
@@ -33,12 +39,17 @@ export interface PlaceResult {
   replayed: boolean;
 }
 
+/** The system's event that cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS). */
+const EXPIRE = { type: 'EXPIRE', role: 'SYSTEM' } as const;
+
 /** Lost compare-and-set races re-read and decide again; this bounds the loop. */
 const MAX_CAS_ATTEMPTS = 10;
 
 export function createOrderService(deps: OrderServiceDeps) {
   const { inventory, notifications } = deps;
   const orders = createOrderRepository(deps.db);
+  const caps = deps.caps ?? NO_CAPS;
+  const orderWriter = deps.writer;
 
   async function findOrder(orderId: number): Promise<OrderHead> {
     const order = await orders.findOrder(orderId);
@@ -60,10 +71,12 @@ export function createOrderService(deps: OrderServiceDeps) {
           return { orders: (claimed.body as { orders: OrderJson[] }).orders, replayed: true };
         claim = claimed;
       }
+      const items = body.orderItems.map((item) => ({ productId: item.productId, quantity: item.quantity }));
       try {
+        await refuseEarly(deps.db, caps, buyerId, items);
         const placed = await inventory.place(
           {
-            items: body.orderItems.map((item) => ({ productId: item.productId, quantity: item.quantity })),
+            items,
             details: {
               buyerId,
               address: body.shippingAddress,
@@ -164,6 +177,31 @@ export function createOrderService(deps: OrderServiceDeps) {
         }
       }
       throw new ConflictError('ORDER_NOT_CANCELLABLE', 'The order changed concurrently; please retry');
+    },
+
+    /**
+     * The expiry sweep's work: cancels (EXPIRE, by the system) up to `limit` PENDING orders placed at least
+     * `maxAgeSeconds` before `now`, oldest first, each like a buyer's cancel: one compare-and-set from PENDING
+     * whose transaction also restores the stock and writes the outbox rows for the buyer and every seller.
+     * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
+     * sweep, or another instance sweeping the same database, leaves exactly one outcome. The expired ids.
+     */
+    async expirePending(now: Date, maxAgeSeconds: number, limit: number): Promise<number[]> {
+      const due = await orders.pendingPlacedBefore(new Date(now.getTime() - maxAgeSeconds * 1000), limit);
+      const expired: number[] = [];
+      for (const order of due) {
+        if (nextStatus(order.status, EXPIRE) !== 'CANCELLED') continue;
+        const changes = totalsByProduct(await orders.orderLines(order.id));
+        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', null, async (trx, at) => {
+          await inventory.restore(trx, changes, at);
+          await orders.notifySellers(trx, order, order.status, 'CANCELLED', at);
+        });
+        if (!won) continue; // confirmed, cancelled or expired elsewhere meanwhile
+        await inventory.restored(changes);
+        expired.push(order.id);
+      }
+      if (expired.length > 0) notifications.wake();
+      return expired;
     },
   };
 }

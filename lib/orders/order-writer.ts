@@ -3,6 +3,7 @@
 // of order-repository.ts). The inventory knows nothing of orders beyond this StockWriter.
 import { IdempotencyKeyInProgressError, ValidationError } from '../errors';
 import { WriterRefused, type DecidedRequest, type StockWriter } from '../inventory/inventory';
+import { checkAlone, NO_CAPS, refusedByCaps, type BuyerCaps } from './buyer-caps';
 import type { OrderJson } from './order-json';
 import { insertPlacements, lostClaims, ordersExist, type Placement } from './order-repository';
 
@@ -33,24 +34,35 @@ function assertAmountsFit({ lines }: DecidedRequest<OrderDetails>): void {
   }
 }
 
-/** One order request's placed orders (one per seller). */
-export const orderWriter: StockWriter<OrderDetails, OrderJson[]> = {
-  name: 'orders',
-  check: assertAmountsFit,
-  async write(trx, batch, now) {
-    const placements = batch.map((decided) => ({ ...decided.details, lines: decided.lines }));
-    const lost = await lostClaims(trx, placements);
-    if (lost.length > 0) {
-      // Its duplicate owns the key now and answers it; this request must not order a second time.
-      throw new WriterRefused(
-        lost.map((index) => ({ request: batch[index], error: new IdempotencyKeyInProgressError(1) })),
-      );
-    }
-    return insertPlacements(trx, placements, now);
-  },
-  committed: (db, written) =>
-    ordersExist(
-      db,
-      written.flatMap((orders) => orders.map((order) => order.orderNumber)),
-    ),
-};
+/** One order request's placed orders (one per seller), under the operator's buyer caps (off by default). */
+export function createOrderWriter(caps: BuyerCaps = NO_CAPS): StockWriter<OrderDetails, OrderJson[]> {
+  return {
+    name: 'orders',
+    check(request) {
+      assertAmountsFit(request);
+      checkAlone(caps, request);
+    },
+    async write(trx, batch, now) {
+      const placements = batch.map((decided) => ({ ...decided.details, lines: decided.lines }));
+      const refused = [
+        // Its duplicate owns the key now and answers it; this request must not order a second time.
+        ...(await lostClaims(trx, placements)).map((index) => ({
+          index,
+          error: new IdempotencyKeyInProgressError(1) as Error,
+        })),
+        ...(await refusedByCaps(trx, caps, placements)),
+      ];
+      if (refused.length > 0) {
+        // Only these are refused; the rest of the batch decides again (and is counted again) without them.
+        const byIndex = new Map(refused.map(({ index, error }) => [index, error]));
+        throw new WriterRefused([...byIndex].map(([index, error]) => ({ request: batch[index], error })));
+      }
+      return insertPlacements(trx, placements, now);
+    },
+    committed: (db, written) =>
+      ordersExist(
+        db,
+        written.flatMap((orders) => orders.map((order) => order.orderNumber)),
+      ),
+  };
+}

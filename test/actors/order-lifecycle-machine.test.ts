@@ -45,9 +45,29 @@ test('the guards enforce the role named in each transition meta', (t) => {
       'CONFIRMED -SHIP/SELLER:bySeller-> SHIPPED',
       'PENDING -CANCEL/BUYER:byBuyer-> CANCELLED',
       'PENDING -CONFIRM/SELLER:bySeller-> CONFIRMED',
+      'PENDING -EXPIRE/SYSTEM:bySystem-> CANCELLED',
       'SHIPPED -DELIVER/SELLER:bySeller-> DELIVERED',
     ],
   );
+});
+
+test('the system expires a PENDING order only (never a CONFIRMED one); no member can send EXPIRE', (t) => {
+  const expire = { type: 'EXPIRE', role: 'SYSTEM' } as const;
+  t.is(nextStatus('PENDING', expire), 'CANCELLED');
+  for (const from of ['CONFIRMED', 'SHIPPED', 'DELIVERED', 'CANCELLED'] as OrderStatus[]) {
+    t.is(nextStatus(from, expire), null, from);
+  }
+  for (const member of [buyer, seller, { memberId: 1, role: 'ADMIN' as const }]) {
+    t.is(nextStatus('PENDING', { ...member, type: 'EXPIRE' } as unknown as OrderLifecycleEvent), null);
+  }
+  // The system's change records no member as its author.
+  const actor = createActor(orderLifecycleMachine, { snapshot: snapshotFor('PENDING', buyer.memberId) });
+  actor.subscribe({ error: (err) => t.fail(String(err)) });
+  actor.start();
+  actor.send(expire);
+  t.is(actor.getSnapshot().value, 'CANCELLED');
+  t.is(actor.getSnapshot().context.changedBy, null);
+  actor.stop();
 });
 
 test('DELIVERED and CANCELLED are final; every status is a state', (t) => {

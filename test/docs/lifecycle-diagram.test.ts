@@ -55,7 +55,12 @@ test('the model walked from the machine has every order status and every transit
   );
   const fromModel = model.transitions.map((r) => `${r.from} ${r.event}[${r.guard}] ${r.role} -> ${r.to}`);
   t.deepEqual(fromModel.sort(), fromMachine.sort());
-  t.true(model.transitions.every((tr) => tr.role === 'SELLER' || tr.role === 'BUYER'));
+  t.true(model.transitions.every((tr) => ['SELLER', 'BUYER', 'SYSTEM'].includes(tr.role!)));
+  // The system's expiry of an unconfirmed order is drawn like any member's transition.
+  t.like(
+    model.transitions.find((tr) => tr.event === 'EXPIRE'),
+    { from: 'PENDING', to: 'CANCELLED', guard: 'bySystem', role: 'SYSTEM' },
+  );
 });
 
 test('the DOT has one node per status and one labelled edge per transition', (t) => {
@@ -116,6 +121,7 @@ test('the finished SVG scales to its container and carries its own legend', asyn
     'a final status',
     'EVENT [guard] triggered by a SELLER',
     'EVENT [guard] triggered by a BUYER',
+    'EVENT [guard] triggered by a SYSTEM',
     "an order's current status",
     'statuses the order went through',
     'transitions the order took',
@@ -137,7 +143,19 @@ test('npm run visualize writes the DOT and an SVG with one node per status; the 
     t.is(dot, diagramDot(diagramModel()));
     t.true(svg.startsWith('<?xml'));
     t.deepEqual(svgStateNodes(svg).sort(), [...ORDER_STATUSES].sort());
-    for (const event of ['CONFIRM', 'SHIP', 'DELIVER', 'CANCEL', 'bySeller', 'byBuyer', 'by SELLER', 'by BUYER']) {
+    for (const event of [
+      'CONFIRM',
+      'SHIP',
+      'DELIVER',
+      'CANCEL',
+      'EXPIRE',
+      'bySeller',
+      'byBuyer',
+      'bySystem',
+      'by SELLER',
+      'by BUYER',
+      'by SYSTEM',
+    ]) {
       t.true(svg.includes(event), event);
     }
     // docs/ holds the diagram the README embeds: it must match the machine (run `npm run visualize` after a change).
@@ -159,6 +177,7 @@ test('GET /docs/order-lifecycle serves the diagram, a legend and the transitions
   t.true(html.includes('<h2>Legend</h2>'));
   t.true(html.includes('triggered by a SELLER'));
   t.true(html.includes('triggered by a BUYER'));
+  t.true(html.includes('triggered by a SYSTEM'));
   for (const tr of diagramModel().transitions) {
     t.true(
       html.includes(

@@ -103,6 +103,22 @@ test('a cancelled order: CANCELLED is current, reached by the buyer\'s CANCEL fr
   t.deepEqual(takenTransitions(res.text), ['PENDING-CANCEL-CANCELLED', 'start']);
 });
 
+test("an expired order: CANCELLED is current, reached by the system's EXPIRE from PENDING (not the buyer's CANCEL)", async (t) => {
+  const order = await placeOrder();
+  // Older than anything else in this file's database, and expired with a ten-year limit: only this order is due.
+  const tenYears = 10 * 365 * 86_400;
+  await app.db('orders').where('id', order.id).update({ ordered_at: new Date(Date.now() - (tenYears + 60) * 1000) });
+  t.deepEqual(await app.bundle.services.orders.expirePending(new Date(), tenYears, 100), [order.id]);
+
+  const res = await app.request('GET', `/api/v1/orders/${order.id}/lifecycle`, { token: buyer.token });
+  t.is(res.status, 200);
+  api.check(t, 'get', LIFECYCLE, res);
+  const classes = stateClasses(res.text);
+  t.is(classes.CANCELLED, 'state current final');
+  t.is(classes.PENDING, 'state visited');
+  t.deepEqual(takenTransitions(res.text), ['PENDING-EXPIRE-CANCELLED', 'start']);
+});
+
 test('the same access as reading the order: buyer, seller with items and admin yes; others 403; 401, 404, 400', async (t) => {
   const order = await placeOrder();
   const path = `/api/v1/orders/${order.id}/lifecycle`;

@@ -221,3 +221,37 @@ test('METRICS_TOKEN: unset by default, at least 16 characters when given', (t) =
   t.is(err.variable, 'METRICS_TOKEN');
   t.is(err.message, 'Invalid configuration: METRICS_TOKEN must be at least 16 characters');
 });
+
+test('order policies: off unless set; values read back; bad values named', (t) => {
+  t.deepEqual(loadConfig(base).orderPolicies, {
+    maxPendingPerBuyer: null,
+    maxUnitsPerProduct: null,
+    pendingExpiry: null,
+  });
+  t.deepEqual(
+    loadConfig({
+      ...base,
+      ORDER_MAX_PENDING_PER_BUYER: '10',
+      ORDER_MAX_UNITS_PER_PRODUCT: '20',
+      ORDER_PENDING_EXPIRY_SECONDS: '86400',
+      ORDER_EXPIRY_SWEEP_SECONDS: '30',
+      ORDER_EXPIRY_BATCH: '50',
+    }).orderPolicies,
+    {
+      maxPendingPerBuyer: 10,
+      maxUnitsPerProduct: 20,
+      pendingExpiry: { seconds: 86400, sweepSeconds: 30, batch: 50 },
+    },
+  );
+  for (const [variable, value, message] of [
+    ['ORDER_MAX_PENDING_PER_BUYER', '0', 'ORDER_MAX_PENDING_PER_BUYER must be at least 1'],
+    ['ORDER_MAX_UNITS_PER_PRODUCT', 'many', 'ORDER_MAX_UNITS_PER_PRODUCT must be an integer'],
+    ['ORDER_PENDING_EXPIRY_SECONDS', '59', 'ORDER_PENDING_EXPIRY_SECONDS must be at least 60'],
+    ['ORDER_EXPIRY_SWEEP_SECONDS', '0', 'ORDER_EXPIRY_SWEEP_SECONDS must be at least 1'],
+    ['ORDER_EXPIRY_BATCH', '10001', 'ORDER_EXPIRY_BATCH must be at most 10000'],
+  ]) {
+    const err = configError(t, { ...base, [variable]: value });
+    t.is(err.variable, variable);
+    t.is(err.message, `Invalid configuration: ${message}`);
+  }
+});

@@ -143,7 +143,7 @@ test.serial('an owner whose claim was taken over does not order a second time', 
     .where('id', row.id)
     .update({ response_status: null, response_body: null, owner_id: 'another-instance' });
   // A placement that still believes it owns the claim (its lease lapsed and it was taken over).
-  const { orderWriter } = await import('../../lib/orders/order-writer');
+  const { createOrderWriter } = await import('../../lib/orders/order-writer');
   const stale = services.inventory.place(
     {
       items,
@@ -154,7 +154,7 @@ test.serial('an owner whose claim was taken over does not order a second time', 
         idempotencyOwner: 'this-process-before-the-takeover',
       },
     },
-    orderWriter,
+    createOrderWriter(),
   );
   const err = await t.throwsAsync(stale);
   t.like(err, { status: 409, code: 'IDEMPOTENCY_KEY_IN_PROGRESS' });

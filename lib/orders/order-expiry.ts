@@ -1,0 +1,39 @@
+// Expiry of unconfirmed orders (ORDER_PENDING_EXPIRY_SECONDS, off unless set): every
+// ORDER_EXPIRY_SWEEP_SECONDS a sweep cancels at most ORDER_EXPIRY_BATCH PENDING orders older than that,
+// through the order machine (EXPIRE, by the system), restoring their stock and notifying buyer and sellers
+// (OrderService.expirePending). Any number of instances may sweep one database: the compare-and-set decides.
+import type { OrderPolicies } from '../config';
+import type { Logger } from '../logger';
+import { createPeriodic } from '../maintenance/periodic';
+import type { OrderService } from './order-service';
+
+export function createOrderExpiry(deps: {
+  logger: Logger;
+  orders: Pick<OrderService, 'expirePending'>;
+  expiry: NonNullable<OrderPolicies['pendingExpiry']>;
+}) {
+  const { expiry } = deps;
+  const log = deps.logger.child({ component: 'OrderExpiry' });
+
+  /** One sweep as of `now` (the tests pass a later clock instead of waiting); the expired order ids. */
+  async function sweepOnce(now = new Date()): Promise<number[]> {
+    const expired = await deps.orders.expirePending(now, expiry.seconds, expiry.batch);
+    if (expired.length > 0) {
+      log.info(
+        { expired: expired.length, orderIds: expired },
+        `Expired ${expired.length} order(s) left PENDING for over ${expiry.seconds} s`,
+      );
+    }
+    return expired;
+  }
+
+  const schedule = createPeriodic({
+    intervalSeconds: expiry.sweepSeconds,
+    run: () => sweepOnce(),
+    log,
+    failure: 'Expiring pending orders failed; trying again at the next sweep',
+  });
+  return { sweepOnce, start: schedule.start, stop: schedule.stop };
+}
+
+export type OrderExpiry = ReturnType<typeof createOrderExpiry>;
