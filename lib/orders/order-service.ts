@@ -6,7 +6,7 @@ import type { Db } from '../db';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
 import { mapPage, type PageRequest, type PageSlice } from '../query-helpers';
-import type { Inventory } from '../inventory/inventory';
+import type { Inventory, StockWriter } from '../inventory/inventory';
 import { currentRequestId } from '../request-context';
 import { totalsByProduct } from '../../actors/stock-rules';
 import { nextStatus, SELLER_EVENT_FOR_TARGET, type OrderStatus } from '../../actors/order-lifecycle-machine';
@@ -16,7 +16,6 @@ import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
 import { createOrderRepository, type OrderHead } from './order-repository';
 import type { OrderDetails } from './order-writer';
-import type { StockWriter } from '../inventory/inventory';
 import { NO_CAPS, refuseEarly, type BuyerCaps } from './buyer-caps';
 
 export interface OrderServiceDeps {
