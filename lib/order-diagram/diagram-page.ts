@@ -1,26 +1,12 @@
-// The public page GET /docs/order-lifecycle: the diagram drawn from the order machine, inlined as SVG, with a
-// legend and the machine's transitions as a table (both generated from the same model).
-import { CURRENT_FILL, DEFAULT_ROLE_COLOR, ROLE_COLORS, TAKEN_COLOR, VISITED_FILL } from './diagram-dot';
+// The public page GET /docs/order-lifecycle: the diagram drawn from the order machine, inlined as SVG (it
+// carries its own legend), and the machine's statuses and transitions as tables (all from the same model).
 import type { DiagramModel } from './diagram-model';
 
 function esc(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-function swatch(color: string, kind: 'line' | 'box'): string {
-  return kind === 'line'
-    ? `<span class="swatch line" style="border-color:${color}"></span>`
-    : `<span class="swatch box" style="background:${color}"></span>`;
-}
-
 export function diagramPageHtml(model: DiagramModel, svg: string): string {
-  const roles = [...new Set(model.transitions.map((t) => t.role).filter((r): r is string => !!r))];
-  const roleItems = roles
-    .map(
-      (role) =>
-        `<li>${swatch(ROLE_COLORS[role] ?? DEFAULT_ROLE_COLOR, 'line')} triggered by a ${esc(role)}</li>`,
-    )
-    .join('\n      ');
   const stateRows = model.states
     .map(
       (s) =>
@@ -50,10 +36,6 @@ export function diagramPageHtml(model: DiagramModel, svg: string): string {
     .diagram svg { max-width: 100%; height: auto; }
     table { border-collapse: collapse; margin: 8px 0 24px; }
     th, td { border: 1px solid #d6d3d1; padding: 4px 10px; text-align: left; }
-    .swatch { display: inline-block; width: 28px; vertical-align: middle; margin-right: 6px; }
-    .swatch.line { border-top: 3px solid; }
-    .swatch.box { height: 14px; border: 1px solid #44403c; border-radius: 3px; }
-    .legend li { list-style: none; margin: 2px 0; }
   </style>
 </head>
 <body>
@@ -62,14 +44,6 @@ export function diagramPageHtml(model: DiagramModel, svg: string): string {
   <code>${esc(model.id)}</code>). An order's own diagram, with its path highlighted, is at
   <code>GET /api/v1/orders/{orderId}/lifecycle</code> (same access as reading the order). <a href="/docs">API documentation</a>.</p>
   <div class="diagram">${inlineSvg}</div>
-  <h2>Legend</h2>
-  <ul class="legend">
-      <li>Boxes are order statuses; a double border marks a final status; the dot points at the initial status.</li>
-      <li>Arrows are transitions, labelled <b>EVENT</b>, [guard] and the role that triggers them.</li>
-      ${roleItems}
-      <li>${swatch(CURRENT_FILL, 'box')} current status of an order, ${swatch(VISITED_FILL, 'box')} statuses it went through,
-      ${swatch(TAKEN_COLOR, 'line')} transitions it took (in an order's own diagram).</li>
-  </ul>
   <h2>Statuses</h2>
   <table class="states">
     <thead><tr><th>Status</th><th>Meaning</th><th></th></tr></thead>

@@ -114,7 +114,9 @@ test('/docs/order-lifecycle shows one node per order status, the transitions and
     t.deepEqual(names.map((s) => s.trim()).sort(), [...ORDER_STATUSES].sort());
     t.is(await page.locator('.diagram svg g.edge.transition.role-SELLER').count(), 3);
     t.is(await page.locator('.diagram svg g.edge.transition.role-BUYER').count(), 2);
-    t.true(await page.locator('h2', { hasText: 'Legend' }).isVisible());
+    // One legend: the SVG's own (the page no longer repeats it as a list).
+    t.true(await page.locator('.diagram svg #legend').isVisible());
+    t.is(await page.getByText('Legend', { exact: true }).count(), 1);
     const box = await page.locator('.diagram svg').boundingBox();
     t.true(!!box && box.width > 300 && box.height > 100, `the diagram is drawn (${JSON.stringify(box)})`);
     await page.screenshot({ path: screenshotPath('order-lifecycle'), fullPage: true });

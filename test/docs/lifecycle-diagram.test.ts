@@ -174,10 +174,13 @@ test('GET /docs/order-lifecycle serves the diagram, a legend and the transitions
   t.true(html.startsWith('<!doctype html>'));
   t.false(html.includes('<?xml'));
   t.deepEqual(svgStateNodes(html).sort(), [...ORDER_STATUSES].sort());
-  t.true(html.includes('<h2>Legend</h2>'));
-  t.true(html.includes('triggered by a SELLER'));
-  t.true(html.includes('triggered by a BUYER'));
-  t.true(html.includes('triggered by a SYSTEM'));
+  // The legend is the SVG's own, once (not repeated as an HTML list).
+  t.false(html.includes('<h2>Legend</h2>'));
+  t.is(html.split('<g id="legend"').length - 1, 1);
+  t.is(html.split('>Legend</text>').length - 1, 1);
+  t.true(html.includes('triggered by a SELLER</text>'));
+  t.true(html.includes('triggered by a BUYER</text>'));
+  t.true(html.includes('triggered by a SYSTEM</text>'));
   for (const tr of diagramModel().transitions) {
     t.true(
       html.includes(
