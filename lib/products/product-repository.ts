@@ -4,7 +4,8 @@
 // stock-writes.ts (they run inside the inventory actors).
 import type { Knex } from 'knex';
 import type { AuthMember } from '../auth/tokens';
-import { affectedRows, centsToDecimal, dialect, type Db, type Trx } from '../db';
+import { affectedRows, centsToDecimal, dialect, toCents, type Db, type Trx } from '../db';
+import { sql, statusFollowingStockRaw } from './product-status-sql';
 import { countRows, fetchPage, type PageRequest, type PageSlice } from '../query-helpers';
 import { applyKeyword } from './keyword-index';
 import { PUBLIC_STATUSES } from '../../actors/product-status';
@@ -111,6 +112,16 @@ export function applyCursor(
 
 export type SortOrder = ReturnType<typeof parseSort>;
 
+/** What a seller's PATCH may change besides the stock. */
+export interface CatalogEdit {
+  categoryId?: number;
+  name?: string;
+  description?: string | null;
+  /** In currency units (API.md's number), stored as DECIMAL(12,2). */
+  price?: number;
+  status?: 'DRAFT' | 'ON_SALE';
+}
+
 /** Columns an order snapshots (name, price) or that decide whether the product may be ordered (status). */
 const CATALOG_COLUMNS = ['category_id', 'name', 'description', 'price', 'status'];
 
@@ -154,12 +165,25 @@ export function createProductRepository(db: Db) {
      * Updates a seller's live product (bumping its catalog version when a catalog column changes); the
      * number of rows matched (0: gone or not theirs).
      */
-    async updateLive(productId: number, sellerId: number, fields: Record<string, unknown>): Promise<number> {
+    /**
+     * A seller's catalog edit of a live product (stock is written apart, through the inventory). Rows
+     * matched, or null when the edit sets nothing. A status follows the stock: ON_SALE asked for a product
+     * without stock is SOLD_OUT (API.md), decided in the same statement.
+     */
+    async updateLive(productId: number, sellerId: number, edit: CatalogEdit): Promise<number | null> {
+      const fields: Record<string, unknown> = {};
+      if (edit.categoryId !== undefined) fields.category_id = edit.categoryId;
+      if (edit.name !== undefined) fields.name = edit.name;
+      if (edit.description !== undefined) fields.description = edit.description;
+      if (edit.price !== undefined) fields.price = centsToDecimal(toCents(edit.price));
+      if (edit.status !== undefined)
+        fields.status = statusFollowingStockRaw(db, sql('?', edit.status), sql('stock_quantity'));
+      if (Object.keys(fields).length === 0) return null;
       return affectedRows(
         await db('products')
           .where({ id: productId, seller_id: sellerId })
           .whereNot('status', 'DELETED')
-          .update(withCatalogVersion(db, fields)),
+          .update(withCatalogVersion(db, { ...fields, updated_at: new Date() })),
       );
     },
 

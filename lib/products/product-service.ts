@@ -14,7 +14,6 @@ import { productsJson, type ProductJson } from './product-json';
 import { decodeCursor, encodeCursor } from './cursor';
 import { createProductRepository, parseSort, type ProductFilters } from './product-repository';
 import type { StockWrites } from './stock-writes';
-import { sql, statusFollowingStockRaw } from './product-status-sql';
 import { statusFollowingStock } from '../../actors/product-status';
 import type { SellerQuotas } from './seller-quotas';
 import type { CreateProductInput, CursorPage, UpdateProductInput } from './product-schemas';
@@ -163,24 +162,10 @@ export function createProductService(deps: ProductServiceDeps) {
     async update(seller: AuthMember, productId: number, patch: UpdateProductInput): Promise<ProductJson> {
       await assertOwnedLive(seller, productId);
       if (patch.categoryId !== undefined) await assertCategory(patch.categoryId);
-      const fields: Record<string, unknown> = {};
-      if (patch.categoryId !== undefined) fields.category_id = patch.categoryId;
-      if (patch.name !== undefined) fields.name = patch.name;
-      if (patch.description !== undefined) fields.description = patch.description;
-      if (patch.price !== undefined) fields.price = centsToDecimal(toCents(patch.price));
-      if (patch.status !== undefined) {
-        // ON_SALE asked for a product without stock is SOLD_OUT (the system's status, API.md).
-        fields.status = statusFollowingStockRaw(db, sql('?', patch.status), sql('stock_quantity'));
-      }
-      if (Object.keys(fields).length > 0) {
-        fields.updated_at = new Date();
-        const matched = await repository.updateLive(productId, seller.id, fields);
-        if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
-      }
-      if (
-        patch.stockQuantity !== undefined &&
-        !(await stockWrites.setStock(productId, seller.id, patch.stockQuantity))
-      ) {
+      const { stockQuantity, ...edit } = patch;
+      const matched = await repository.updateLive(productId, seller.id, edit);
+      if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
+      if (stockQuantity !== undefined && !(await stockWrites.setStock(productId, seller.id, stockQuantity))) {
         throw notFound(productId); // deleted between the ownership check and the write
       }
       return changed(productId);
