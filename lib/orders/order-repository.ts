@@ -53,6 +53,13 @@ export const OPEN_STATUSES: OrderStatus[] = ORDER_STATUSES.filter(
 /** Lost deadlock races re-run the compare-and-set; this bounds the loop. */
 const MAX_DEADLOCK_ATTEMPTS = 10;
 
+/** The outbox event of an order's status change, for one recipient (its buyer or one of its sellers). */
+const statusChanged = (order: OrderHead, from: OrderStatus, to: OrderStatus, recipientId: number) => ({
+  type: 'OrderStatusChanged' as const,
+  recipientId,
+  payload: { buyerId: order.buyer_id, orderId: order.id, orderNumber: order.order_number, from, to },
+});
+
 export function createOrderRepository(db: Db) {
   function casTransaction(
     order: OrderHead,
@@ -74,24 +81,7 @@ export function createOrderRepository(db: Db) {
         changed_by: changedBy,
         changed_at: now,
       });
-      await writeOutbox(
-        trx,
-        [
-          {
-            type: 'OrderStatusChanged',
-            recipientId: order.buyer_id,
-            payload: {
-              buyerId: order.buyer_id,
-              orderId: order.id,
-              orderNumber: order.order_number,
-              from,
-              to,
-            },
-          },
-        ],
-        now,
-        currentRequestId(),
-      );
+      await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
       if (extra) await extra(trx, now);
       return true;
     });
@@ -148,17 +138,7 @@ export function createOrderRepository(db: Db) {
         .orderBy('seller_id')) as Array<{ seller_id: number }>;
       await writeOutbox(
         trx,
-        sellers.map(({ seller_id: sellerId }) => ({
-          type: 'OrderStatusChanged' as const,
-          recipientId: Number(sellerId),
-          payload: {
-            buyerId: order.buyer_id,
-            orderId: order.id,
-            orderNumber: order.order_number,
-            from,
-            to,
-          },
-        })),
+        sellers.map(({ seller_id: sellerId }) => statusChanged(order, from, to, Number(sellerId))),
         now,
       );
     },

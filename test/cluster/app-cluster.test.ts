@@ -5,17 +5,10 @@
 // `npm start` processes, kill -9) build on what this file pins.
 import test, { type ExecutionContext } from 'ava';
 import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
+import { address } from '../orders/order-fixtures';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import { destroyClusterBuckets } from '../../lib/cluster/cluster';
 import { exactlyOnce, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
-
-const address = {
-  zipCode: '12345',
-  address: '1 Main St',
-  addressDetail: 'Apt 1',
-  receiverName: 'Bo',
-  receiverPhone: '010-1234-5678',
-};
 
 interface World {
   database: TestDatabase;

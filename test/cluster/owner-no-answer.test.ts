@@ -6,17 +6,10 @@ import crypto from 'node:crypto';
 import test from 'ava';
 import knexFactory from 'knex';
 import { createTestDatabase, startTestApp, type TestApp } from '../helpers/harness';
+import { address } from '../orders/order-fixtures';
 import { createMember, createProduct } from '../helpers/factories';
 import { destroyClusterBuckets } from '../../lib/cluster/cluster';
 import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
-
-const address = {
-  zipCode: '12345',
-  address: '1 Main St',
-  addressDetail: 'Apt 1',
-  receiverName: 'Bo',
-  receiverPhone: '010-1234-5678',
-};
 
 let cleanup: (() => Promise<void>) | undefined;
 test.after.always(async () => cleanup?.());

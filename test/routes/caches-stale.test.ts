@@ -2,6 +2,7 @@
 // copy: product detail, popular, list counts, categories, and every actor re-reads its product.
 import test from 'ava';
 import { startTestApp } from '../helpers/harness';
+import { address } from '../orders/order-fixtures';
 import { createCategory, createMember, createProduct } from '../helpers/factories';
 
 test('after cachesStale every cached copy and every actor reflect the database again', async (t) => {
@@ -15,13 +16,7 @@ test('after cachesStale every cached copy and every actor reflect the database a
         token: buyer.token,
         body: {
           orderItems: [{ productId, quantity: 1 }],
-          shippingAddress: {
-            zipCode: '12345',
-            address: '1 Main St',
-            addressDetail: 'Apt 1',
-            receiverName: 'Bo',
-            receiverPhone: '010-1234-5678',
-          },
+          shippingAddress: address,
         },
       });
     t.is((await order()).status, 201);
