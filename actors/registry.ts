@@ -153,6 +153,28 @@ export function createStockRegistry(options: RegistryOptions) {
         fail,
       }));
     },
+    /** Every active actor re-reads before its next decision (after missed change events). */
+    reloadAll(): void {
+      for (const entry of entries.values()) tell(entry, { type: 'RELOAD' });
+    },
+    /**
+     * Stops the actors of the products `belongs` picks that hold nothing (their shard moved to another
+     * instance); one still holding a reservation re-reads and passivates once idle. Returns how many stopped.
+     */
+    evict(belongs: (productId: number) => boolean): number {
+      let stopped = 0;
+      for (const entry of [...entries.values()]) {
+        if (!belongs(entry.productId)) continue;
+        if (entry.outstanding.size === 0 && entry.actor.getSnapshot().context.reserved === 0) {
+          entry.actor.stop();
+          drop(entry);
+          stopped++;
+        } else {
+          tell(entry, { type: 'RELOAD' });
+        }
+      }
+      return stopped;
+    },
     activeCount: () => entries.size,
     /** The actor's current view (tests and diagnostics). */
     inspect(productId: number): { stock: number; reserved: number; status: string } | null {

@@ -4,11 +4,18 @@
 // sent after it never shows stale data to the client that made the change.
 import Emittery from 'emittery';
 
-/** Which area made a product change; an area ignores the changes it made itself. */
-export type ProductChangeOrigin = 'catalog' | 'images' | 'inventory';
+/**
+ * Which area made a product change; an area ignores the changes it made itself. `remote`: another instance
+ * of the cluster made it (lib/cluster/app-events.ts brings it here).
+ */
+export type ProductChangeOrigin = 'catalog' | 'images' | 'inventory' | 'remote';
 
 export interface DomainEvents {
   productChanged: { productId: number; origin?: ProductChangeOrigin };
+  /** The category tree changed (`remote`: on another instance). */
+  categoriesChanged: { remote?: boolean };
+  /** Change events may have been missed (the cluster connection came back): drop every cached copy. */
+  cachesStale: undefined;
 }
 
 export type EventBus = Emittery<DomainEvents>;
@@ -22,6 +29,8 @@ export interface CatalogHooks {
   /** Resolves after every listener ran (the catalog's caches are dropped). */
   productChanged(productId: number, origin: ProductChangeOrigin): Promise<void>;
   onProductChanged(listener: (productId: number, origin: ProductChangeOrigin | undefined) => void): void;
+  /** Change events may have been missed: whatever is held in memory must be re-read. */
+  onCachesStale(listener: () => void): void;
 }
 
 export function createCatalogHooks(bus: EventBus): CatalogHooks {
@@ -29,6 +38,9 @@ export function createCatalogHooks(bus: EventBus): CatalogHooks {
     productChanged: (productId, origin) => bus.emit('productChanged', { productId, origin }),
     onProductChanged(listener) {
       bus.on('productChanged', ({ productId, origin }) => listener(productId, origin));
+    },
+    onCachesStale(listener) {
+      bus.on('cachesStale', listener);
     },
   };
 }

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { createApp, type AppBundle } from './app';
+import { createCluster, type Cluster } from './cluster/cluster';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
 import { createGracefulServer } from './graceful-server';
@@ -39,8 +40,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   } finally {
     await setup.destroy();
   }
-  const bundle = createApp({ config, db, logger });
-  await bundle.services.start();
+  // Cluster mode: NATS must answer at start (an instance that cannot join would serve a split brain of caches).
+  let cluster: Cluster | null = null;
+  let bundle: AppBundle;
+  try {
+    if (config.cluster) cluster = await createCluster({ config: config.cluster, logger });
+    bundle = createApp({ config, db, logger, cluster });
+    await bundle.services.start();
+  } catch (err) {
+    await cluster?.close().catch(() => undefined);
+    await db.destroy();
+    throw err;
+  }
 
   const graceful = createGracefulServer(bundle.app.callback(), config.http);
   const { server } = graceful;
@@ -85,7 +96,12 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const dbName = config.database.client === 'sqlite' ? `SQLite ${config.database.filename}` : 'MySQL';
-  log.info(`Listening on ${config.host}:${(service.server.address() as { port: number }).port} (${dbName})`);
+  const clusterNote = config.cluster
+    ? `, cluster ${config.cluster.prefix} as ${config.cluster.instanceId} with ${service.bundle.services.clusterShards()} of ${config.cluster.shards} shards`
+    : '';
+  log.info(
+    `Listening on ${config.host}:${(service.server.address() as { port: number }).port} (${dbName}${clusterNote})`,
+  );
 
   const onSignal = (signal: string) => {
     log.info(`${signal} received, shutting down`);

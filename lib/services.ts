@@ -27,6 +27,10 @@ import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
 import { createMetrics } from './metrics/metrics';
 import { countPendingOutbox } from './notifications/outbox';
+import { orderWriter } from './orders/order-writer';
+import type { StockWriter } from './inventory/inventory';
+import { bridgeAppEvents } from './cluster/app-events';
+import type { Cluster } from './cluster/cluster';
 
 /** A scrape waits at most this long for the outbox COUNT (Prometheus' default scrape timeout is 10 s). */
 const OUTBOX_COUNT_TIMEOUT_MS = 1000;
@@ -35,6 +39,8 @@ export interface Deps {
   config: Config;
   db: Db;
   logger: Logger;
+  /** Cluster mode (NATS_URL set): joined in start(), left in stop(). */
+  cluster?: Cluster | null;
 }
 
 export function createServices(deps: Deps) {
@@ -60,6 +66,8 @@ export function createServices(deps: Deps) {
     ...deps,
     catalog: createCatalogHooks(events),
     onBatchCommitted: metrics.batchCommitted,
+    cluster: deps.cluster ?? undefined,
+    writers: [orderWriter as StockWriter<unknown, unknown>],
   });
   const idempotency = createIdempotencyStore({ ...deps, ...deps.config.idempotency });
   const orders = createOrderService({
@@ -70,7 +78,7 @@ export function createServices(deps: Deps) {
     observer: metrics.orders,
   });
   const orderDiagram = createOrderDiagramService();
-  const categories = createCategoryService({ ...deps, cacheObserver });
+  const categories = createCategoryService({ ...deps, events, cacheObserver });
   const quotas = createSellerQuotas(deps.config);
   const products = createProductService({
     ...deps,
@@ -95,6 +103,20 @@ export function createServices(deps: Deps) {
     ],
   });
   const images = createImageService({ ...deps, events, quotas });
+
+  let leaveEvents: (() => void) | undefined;
+  /** Serves this instance's shards, shares change events, then joins (resolves once it holds its first shards). */
+  async function joinCluster(cluster: Cluster): Promise<void> {
+    const { handle, shardLost } = inventory;
+    cluster.serve(({ payload }) =>
+      handle
+        ? handle(payload)
+        : Promise.reject(new Error('Only actor mode forwards requests to shard owners')),
+    );
+    if (shardLost) cluster.onShardLost((shard) => void shardLost(shard));
+    leaveEvents = await bridgeAppEvents(events, cluster);
+    await cluster.start();
+  }
   return {
     events,
     metrics,
@@ -112,15 +134,21 @@ export function createServices(deps: Deps) {
     orders,
     hasher,
     pruner,
+    /** Shards this instance serves now (0 outside cluster mode). */
+    clusterShards: () => deps.cluster?.ownedShards().length ?? 0,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {
       await images.sweepStaleUploads();
+      if (deps.cluster) await joinCluster(deps.cluster);
       dispatcher.start();
       pruner.start();
       rateLimits.start();
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
+      // Hands this instance's shards over first (answers under way go out), then flushes what is left here.
+      await deps.cluster?.close();
+      leaveEvents?.();
       await inventory.stop();
       await dispatcher.stop();
       rateLimits.stop();

@@ -5,6 +5,7 @@
 import type { Db } from '../db';
 import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache, type CacheObserver } from '../cache';
+import type { EventBus } from '../events';
 import { ConflictError, ValidationError } from '../errors';
 import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { CategoryJson, CreateCategoryInput } from './category-schemas';
@@ -27,12 +28,15 @@ const unknownParent = () =>
     { field: 'parentId', message: 'parent category does not exist' },
   ]);
 
-export function createCategoryService(deps: { db: Db; cacheObserver?: CacheObserver }) {
+export function createCategoryService(deps: { db: Db; events: EventBus; cacheObserver?: CacheObserver }) {
   const repository = createCategoryRepository(deps.db);
   const cache = createCache<CachedDocument>(CATEGORY_CACHE_TTL_SECONDS, {
     name: 'categories',
     observer: deps.cacheObserver,
   });
+  // Another instance's changes arrive as events too (lib/cluster/app-events.ts).
+  deps.events.on('categoriesChanged', () => cache.del(LIST_KEY));
+  deps.events.on('cachesStale', () => cache.flush());
 
   return {
     /** Every category by displayOrder then id, serialised once per cache fill. */
@@ -59,7 +63,7 @@ export function createCategoryService(deps: { db: Db; cacheObserver?: CacheObser
         if (isForeignKeyViolation(err)) throw unknownParent(); // parent deleted between the check and the insert
         throw err;
       }
-      cache.del(LIST_KEY);
+      await deps.events.emit('categoriesChanged', {});
       return { id: insertedId, ...category };
     },
 

@@ -177,6 +177,8 @@ export function createOwnership(deps: OwnershipDeps) {
       );
       // Twice per renewal period: an expired owner's shards are noticed half a period sooner (two cheap reads).
       every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balanceOrRecreate);
+      // Resolves after the first balancing round: a first instance serves every shard before it listens.
+      await loops[loops.length - 1].running;
     },
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {

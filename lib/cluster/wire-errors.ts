@@ -3,8 +3,10 @@
 import {
   AppError,
   BadRequestError,
+  CommitOutcomeUnknownError,
   ConflictError,
   ForbiddenError,
+  IdempotencyKeyInProgressError,
   NotFoundError,
   PayloadTooLargeError,
   ServiceUnavailableError,
@@ -60,6 +62,8 @@ export function fromWireError(wire: WireError): AppError {
     case 404:
       return new NotFoundError(wire.message);
     case 409:
+      if (wire.code === 'IDEMPOTENCY_KEY_IN_PROGRESS')
+        return new IdempotencyKeyInProgressError(retryAfter(wire) ?? 1);
       return new ConflictError(wire.code as ConstructorParameters<typeof ConflictError>[0], wire.message);
     case 413:
       return new PayloadTooLargeError(
@@ -71,6 +75,8 @@ export function fromWireError(wire: WireError): AppError {
     case 429:
       return new TooManyRequestsError(wire.message, retryAfter(wire) ?? 1);
     case 503:
+      // The caller keeps its Idempotency-Key claim on this one (the orders may exist): same class needed.
+      if (wire.code === 'COMMIT_OUTCOME_UNKNOWN') return new CommitOutcomeUnknownError(retryAfter(wire) ?? 1);
       return new ServiceUnavailableError(wire.message, retryAfter(wire));
     default:
       return new AppError(wire.status, wire.code as ErrorCode, wire.message, {

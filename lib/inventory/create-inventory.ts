@@ -6,7 +6,8 @@ import type { Db } from '../db';
 import type { CatalogHooks } from '../events';
 import type { Logger } from '../logger';
 import { createActorInventory } from './actor-inventory';
-import type { Inventory } from './inventory';
+import { createClusteredInventory, type ShardRouter } from './clustered-inventory';
+import type { Inventory, StockWriter } from './inventory';
 import { createTransactionalInventory } from './transactional-inventory';
 
 export interface InventoryDeps {
@@ -16,9 +17,21 @@ export interface InventoryDeps {
   catalog: CatalogHooks;
   /** Named hook for metrics: the size of each committed group-commit batch (actor mode only). */
   onBatchCommitted?: (size: number) => void;
+  /** Cluster mode: requests to take stock run on the owner of their first product (actor mode only). */
+  cluster?: ShardRouter;
+  /** The writers a forwarded request may name (cluster mode). */
+  writers: Array<StockWriter<unknown, unknown>>;
 }
 
-export function createInventory(deps: InventoryDeps): Inventory {
+/** Cluster mode's owner-side hooks of the inventory (absent in one process and in transactional mode). */
+export interface ShardHooks {
+  /** Answers a request forwarded to this instance as the owner of its shard. */
+  handle(payload: unknown): Promise<unknown>;
+  /** The shard moved to another instance: its actors here stop. */
+  shardLost(shard: number): number;
+}
+
+export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardHooks> {
   async function announce(productIds: number[]): Promise<void> {
     for (const productId of new Set(productIds)) await deps.catalog.productChanged(productId, 'inventory');
   }
@@ -36,5 +49,7 @@ export function createInventory(deps: InventoryDeps): Inventory {
   deps.catalog.onProductChanged((productId, origin) => {
     if (origin !== 'inventory') inventory.registry.reload(productId);
   });
-  return inventory;
+  deps.catalog.onCachesStale(() => inventory.registry.reloadAll());
+  if (!deps.cluster) return inventory;
+  return createClusteredInventory({ local: inventory, router: deps.cluster, writers: deps.writers });
 }

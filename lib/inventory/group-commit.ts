@@ -104,6 +104,10 @@ export function createGroupCommit(options: GroupCommitOptions) {
       for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
       if (err instanceof GuardRefused) {
         for (const productId of err.productIds) registry.reload(productId);
+        // Another process changed these products: every cached copy (here and, in a cluster, elsewhere) goes.
+        await options
+          .announce(err.productIds)
+          .catch((failure: unknown) => log.error({ err: failure }, 'Announcing refused products failed'));
         for (const entry of batch) entry.reject(new RetryPlacement(err.message));
       } else if (err instanceof WriterRefused) {
         const refused = new Map(err.refused.map(({ request, error }) => [request, error]));

@@ -28,6 +28,11 @@ export interface DecidedRequest<D> {
 
 /** The caller's half of placing: checks and writes its own rows (orders) for decided requests. */
 export interface StockWriter<D, R> {
+  /**
+   * The writer's name: in cluster mode a request travels to the owner of its first product as JSON (its
+   * `details` must be JSON) and the owner runs its own writer of this name.
+   */
+  readonly name: string;
   /** Refuses (throws) a decided request before anything is written, so it never fails a whole batch. */
   check(request: DecidedRequest<D>): void;
   /** Writes `batch` inside the transaction that deducts its stock; one result per request, in order. */

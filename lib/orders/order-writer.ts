@@ -35,6 +35,7 @@ function assertAmountsFit({ lines }: DecidedRequest<OrderDetails>): void {
 
 /** One order request's placed orders (one per seller). */
 export const orderWriter: StockWriter<OrderDetails, OrderJson[]> = {
+  name: 'orders',
   check: assertAmountsFit,
   async write(trx, batch, now) {
     const placements = batch.map((decided) => ({ ...decided.details, lines: decided.lines }));

@@ -74,6 +74,11 @@ export function createProductService(deps: ProductServiceDeps) {
     popularCache.flush();
     countCache.flush();
   });
+  events.on('cachesStale', () => {
+    detailCache.flush();
+    popularCache.flush();
+    countCache.flush();
+  });
 
   async function loadOne(productId: number): Promise<ProductJson | null> {
     const row = await repository.findRow(productId);

@@ -1,0 +1,83 @@
+// Actor mode across a cluster (NATS_URL set): a product's stock actor lives in the one instance that owns the
+// product's shard (lib/cluster). A request to take stock travels to the owner of its cart's first product (the
+// lowest product id, so a cart always lands on the same owner whatever its item order), and runs there as it
+// would in one process: its actors decide and its group commit batches it with the owner's other requests. The
+// request crosses NATS as JSON and the owner runs its own writer of the same name. Everything else stays local:
+// the SQL guard keeps stock exact whatever any instance's actors believe, and change events published over NATS
+// make other instances' actors re-read.
+import type { Inventory, StockRequest, StockWriter } from './inventory';
+import type { StockRegistry } from '../../actors/registry';
+
+/** What the inventory needs of the cluster (lib/cluster's Cluster has it). */
+export interface ShardRouter {
+  /** Whether this instance serves the product's shard now. */
+  isOwner(productId: number): boolean;
+  shardOf(productId: number): number;
+  /** Runs `payload` on the owner of the product's shard (here when that is this instance). */
+  request<T>(productId: number, payload: unknown): Promise<T>;
+}
+
+interface PlacePayload {
+  op: 'place';
+  writer: string;
+  request: StockRequest<unknown>;
+}
+
+export interface ClusteredInventoryDeps {
+  /** This instance's actor inventory: runs what this instance owns. */
+  local: Inventory & { registry: StockRegistry };
+  router: ShardRouter;
+  /** Every writer a forwarded request may name. */
+  writers: Array<StockWriter<unknown, unknown>>;
+}
+
+export function createClusteredInventory(deps: ClusteredInventoryDeps) {
+  const { local, router } = deps;
+  const writers = new Map(deps.writers.map((writer) => [writer.name, writer]));
+
+  const inventory: Inventory & {
+    handle(payload: unknown): Promise<unknown>;
+    shardLost(shard: number): number;
+    registry: StockRegistry;
+  } = {
+    mode: 'actor',
+    registry: local.registry,
+
+    async place<D, R>(request: StockRequest<D>, writer: StockWriter<D, R>): Promise<R> {
+      if (!writers.has(writer.name))
+        throw new Error(`Writer ${writer.name} is not registered for forwarding`);
+      const first = Math.min(...request.items.map((item) => item.productId));
+      const payload: PlacePayload = { op: 'place', writer: writer.name, request };
+      return router.request<R>(first, payload);
+    },
+
+    /** The owner's side of `place` (served on the shard's subject). */
+    handle(payload: unknown): Promise<unknown> {
+      const { op, writer, request } = payload as PlacePayload;
+      const named = writers.get(writer);
+      if (op !== 'place' || !named) throw new Error(`Unknown inventory request ${op} (${writer})`);
+      return local.place(request, named);
+    },
+
+    restore: (trx, changes, now) => local.restore(trx, changes, now),
+
+    // The local actors adopt the stock; the announcement reaches the owner's actor over NATS.
+    restored: (changes) => local.restored(changes),
+
+    changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T> {
+      // The owner serialises the write with its orders; elsewhere the write's own SQL guard suffices, and the
+      // catalog's change event makes the owner's actor re-read.
+      return router.isOwner(productId) ? local.changeProduct(productId, write) : write();
+    },
+
+    /** A shard moved away: its idle actors stop (a new owner reads the database afresh). */
+    shardLost: (shard) => local.registry.evict((productId) => router.shardOf(productId) === shard),
+
+    inspect: (productId) => local.inspect(productId),
+    activeActors: () => local.activeActors(),
+    stop: () => local.stop(),
+  };
+  return inventory;
+}
+
+export type ClusteredInventory = ReturnType<typeof createClusteredInventory>;
