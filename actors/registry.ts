@@ -6,7 +6,7 @@
 // own: it is given the function that reads a product (lib/inventory passes its repository's).
 import { createActor, fromPromise, type Actor } from 'xstate';
 import type { Logger } from '../lib/logger';
-import type { ProductView } from './stock-rules';
+import type { JudgedStockChange, ProductView } from './stock-rules';
 import {
   productStockMachine,
   type LoadedView,
@@ -23,10 +23,11 @@ interface Entry {
   outstanding: Set<(err: unknown) => void>;
 }
 
-/** A reservation held in one actor's memory, to be COMMITTED or RELEASEd to that same actor. */
-export interface Reservation {
-  productId: number;
-  quantity: number;
+/**
+ * A reservation held in one actor's memory, to be COMMITTED or RELEASEd to that same actor; judged on
+ * the view's `catalogVersion`, which the guarded UPDATE requires.
+ */
+export interface Reservation extends JudgedStockChange {
   entry: Entry;
 }
 
@@ -124,7 +125,9 @@ export function createStockRegistry(options: RegistryOptions) {
         reply: done,
         fail,
       }));
-      return reply.ok ? { ...reply, reservation: { productId, quantity, entry } } : reply;
+      if (!reply.ok) return reply;
+      const reservation = { productId, quantity, catalogVersion: reply.product.catalogVersion, entry };
+      return { ...reply, reservation };
     },
     release(reservation: Reservation): void {
       tell(reservation.entry, { type: 'RELEASE', quantity: reservation.quantity });

@@ -11,6 +11,11 @@ export interface ProductView {
   priceCents: number;
   status: ProductStatus;
   stock: number;
+  /**
+   * The catalog version (name, price, status…) this view was read at; an order judged on it is written
+   * only while the database still holds it, so no order is charged a replaced price or name.
+   */
+  catalogVersion: number;
 }
 
 export type RefusalReason = 'NOT_FOUND' | 'NOT_ON_SALE' | 'INSUFFICIENT_STOCK';
@@ -19,6 +24,11 @@ export type RefusalReason = 'NOT_FOUND' | 'NOT_ON_SALE' | 'INSUFFICIENT_STOCK';
 export interface StockChange {
   productId: number;
   quantity: number;
+}
+
+/** A stock change judged on a product's `catalogVersion`: the guarded UPDATE requires that version. */
+export interface JudgedStockChange extends StockChange {
+  catalogVersion: number;
 }
 
 /** Whether `quantity` of the product can be ordered now, judged on `view` (null = unknown product). */
@@ -40,4 +50,31 @@ export function totalsByProduct(lines: Iterable<StockChange>): StockChange[] {
   return [...totals]
     .map(([productId, quantity]) => ({ productId, quantity }))
     .sort((a, b) => a.productId - b.productId);
+}
+
+/**
+ * Sums judged changes per product, in product-id order. When the lines of one product were judged on
+ * different catalog versions (the view was re-read in between), the ids of those products instead: such
+ * a batch cannot be written as decided, every request decides again.
+ */
+export function judgedTotals(
+  lines: Iterable<JudgedStockChange>,
+): { ok: true; changes: JudgedStockChange[] } | { ok: false; productIds: number[] } {
+  const versions = new Map<number, number>();
+  const conflicting = new Set<number>();
+  const all: JudgedStockChange[] = [];
+  for (const line of lines) {
+    const version = versions.get(line.productId);
+    if (version === undefined) versions.set(line.productId, line.catalogVersion);
+    else if (version !== line.catalogVersion) conflicting.add(line.productId);
+    all.push(line);
+  }
+  if (conflicting.size > 0) return { ok: false, productIds: [...conflicting].sort((a, b) => a - b) };
+  return {
+    ok: true,
+    changes: totalsByProduct(all).map((change) => ({
+      ...change,
+      catalogVersion: versions.get(change.productId)!,
+    })),
+  };
 }

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
       priceCents: 999,
       status: 'ON_SALE',
       stock: 1_000,
+      catalogVersion: 1,
     }),
     logger: createLogger({ level: 'warn', format: 'json' }),
     idleMs: IDLE_MS,

@@ -4,14 +4,14 @@
 // flush is in flight wait for the next one, so the batch grows with the load (PERF-NOTES.md: batching
 // pays for hot AND spread load). A request is answered only after the transaction holding its deduction
 // committed. Any failure releases every reservation of the batch and writes nothing; when a guard
-// refuses (another process sold the stock) the product's actor re-reads the database and each request
-// decides again.
+// refuses (another process sold the stock, or a seller's edit bumped the catalog version the requests
+// were judged on) the product's actor re-reads the database and each request decides again.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
 import { CommitOutcomeUnknownError } from '../errors';
 import type { Logger } from '../logger';
 import type { Reservation, StockRegistry } from '../../actors/registry';
-import { totalsByProduct } from '../../actors/stock-rules';
+import { judgedTotals } from '../../actors/stock-rules';
 import { CommitNotApplied, transactionWithOutcome } from './commit-outcome';
 import { WriterRefused, type AnnounceChanges, type DecidedRequest, type StockWriter } from './inventory';
 import { deductStockBatch } from './stock-repository';
@@ -88,9 +88,13 @@ export function createGroupCommit(options: GroupCommitOptions) {
   const finishing = new Set<Promise<void>>();
 
   async function commitBatch(batch: Queued[]): Promise<void> {
-    const changes = totalsByProduct(batch.flatMap((entry) => entry.reservations));
+    const judged = judgedTotals(batch.flatMap((entry) => entry.reservations));
+    // The batch's requests judged a product on different versions (its view was re-read in between): it
+    // cannot be written as decided, so it is refused as the guard would, without a round trip.
+    const changes = judged.ok ? judged.changes : [];
     let results: unknown[];
     try {
+      if (!judged.ok) throw new GuardRefused(judged.productIds);
       results = await transactionWithOutcome(
         { db, logger: options.logger, committed: (written) => batchCommitted(db, batch, written) },
         async (trx) => {

@@ -1,12 +1,13 @@
-// All of the inventory's stock SQL. Every deduction is a guarded UPDATE (`... WHERE stock_quantity >= ?`,
-// affected rows checked), so no process can oversell whatever its in-memory view says. Both inventory
+// All of the inventory's stock SQL. Every deduction is a guarded UPDATE (`... WHERE stock_quantity >= ?
+// AND catalog_version = ?`, affected rows checked), so no process can oversell, nor charge a price or
+// name a seller's edit has replaced, whatever its in-memory view says. Both inventory
 // modes and cancellations use these statements; the status each write leaves follows the stock by the
 // one rule in actors/product-status.ts.
 import type { Knex } from 'knex';
 import { affectedRows, toCents } from '../db';
 import { sql, statusFollowingStockRaw, statusFollowingStockSql } from '../products/product-status-sql';
 import type { ProductStatus } from '../../actors/product-status';
-import type { ProductView, StockChange } from '../../actors/stock-rules';
+import type { JudgedStockChange, ProductView, StockChange } from '../../actors/stock-rules';
 
 interface ProductRow {
   id: number;
@@ -15,9 +16,10 @@ interface ProductRow {
   price: string | number;
   status: ProductStatus;
   stock_quantity: number;
+  catalog_version: number;
 }
 
-const COLUMNS = ['id', 'seller_id', 'name', 'price', 'status', 'stock_quantity'];
+const COLUMNS = ['id', 'seller_id', 'name', 'price', 'status', 'stock_quantity', 'catalog_version'];
 
 function toView(row: ProductRow): ProductView {
   return {
@@ -27,6 +29,7 @@ function toView(row: ProductRow): ProductView {
     priceCents: toCents(row.price),
     status: row.status,
     stock: row.stock_quantity,
+    catalogVersion: Number(row.catalog_version),
   };
 }
 
@@ -48,19 +51,23 @@ export async function loadProductView(db: Knex, id: number): Promise<ProductView
 
 /**
  * Deducts each product's total in one guarded UPDATE per product (id order, so concurrent writers lock
- * rows in the same order). Returns the ids whose guard refused (another process sold the stock, or the
- * product left ON_SALE); the caller rolls back. `status` is assigned first (see product-status-sql.ts).
+ * rows in the same order). Returns the ids whose guard refused (another process sold the stock, the
+ * product left ON_SALE, or a seller's edit changed its catalog version since it was judged); the caller
+ * rolls back. `status` is assigned first (see product-status-sql.ts).
  */
 export async function deductStock(
   trx: Knex.Transaction,
-  changes: StockChange[],
+  changes: JudgedStockChange[],
   now: Date,
 ): Promise<number[]> {
   const refused: number[] = [];
-  for (const { productId, quantity } of [...changes].sort((a, b) => a.productId - b.productId)) {
+  for (const { productId, quantity, catalogVersion } of [...changes].sort(
+    (a, b) => a.productId - b.productId,
+  )) {
     const result = await trx('products')
       .where('id', productId)
       .andWhere('status', 'ON_SALE')
+      .andWhere('catalog_version', catalogVersion)
       .andWhere('stock_quantity', '>=', quantity)
       .update({
         status: statusFollowingStockRaw(trx, sql('status'), sql('stock_quantity - ?', quantity)),
@@ -76,18 +83,19 @@ export async function deductStock(
 /**
  * The group commit's deduction: ONE guarded UPDATE for many products (a CASE per column), so a batch
  * over 64 products costs one round trip, not 64. Rows are locked in primary-key order, as the
- * per-product form does. Returns false when any product's guard refused (the caller rolls back and
- * has the products re-read); which one does not matter then, the whole batch decides again.
+ * per-product form does. Each product's catalog version is one more bound value of a CASE. Returns
+ * false when any product's guard refused (the caller rolls back and has the products re-read); which
+ * one does not matter then, the whole batch decides again.
  */
 export async function deductStockBatch(
   trx: Knex.Transaction,
-  changes: StockChange[],
+  changes: JudgedStockChange[],
   now: Date,
 ): Promise<boolean> {
   const sorted = [...changes].sort((a, b) => a.productId - b.productId);
   for (let start = 0; start < sorted.length; start += 500) {
     const chunk = sorted.slice(start, start + 500);
-    const cases = (expression: (change: StockChange) => [string, Knex.Value[]]) => {
+    const cases = (expression: (change: JudgedStockChange) => [string, Knex.Value[]]) => {
       const parts: string[] = [];
       const bindings: Knex.Value[] = [];
       for (const change of chunk) {
@@ -103,6 +111,10 @@ export async function deductStockBatch(
         chunk.map((change) => change.productId),
       )
       .andWhere('status', 'ON_SALE')
+      .andWhere(
+        'catalog_version',
+        cases((change) => ['?', [change.catalogVersion]]),
+      )
       .andWhere(
         'stock_quantity',
         '>=',

@@ -46,7 +46,12 @@ export function createTransactionalInventory({
             const decided = { details: request.details, lines };
             writer.check(decided);
             const now = new Date();
-            const refused = await deductStock(trx, totalsByProduct(items), now);
+            // Read under lock, the catalog version cannot have moved; the guard is the same as actor mode's.
+            const changes = totalsByProduct(items).map((change) => ({
+              ...change,
+              catalogVersion: views.get(change.productId)!.catalogVersion,
+            }));
+            const refused = await deductStock(trx, changes, now);
             if (refused.length > 0)
               throw refusalError('INSUFFICIENT_STOCK', refused[0], views.get(refused[0]));
             const [written] = await writer.write(trx, [decided], now);

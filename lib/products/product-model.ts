@@ -28,6 +28,8 @@ export class Product extends BaseModel {
   stockQuantity!: number;
   status!: ProductStatus;
   salesCount!: number;
+  /** Bumped by every seller edit that is not stock only (product-repository.ts withCatalogVersion). */
+  catalogVersion!: number;
   createdAt!: Date;
   updatedAt!: Date;
   images?: ProductImage[];

@@ -111,6 +111,20 @@ export function applyCursor(
 
 export type SortOrder = ReturnType<typeof parseSort>;
 
+/** Columns an order snapshots (name, price) or that decide whether the product may be ordered (status). */
+const CATALOG_COLUMNS = ['category_id', 'name', 'description', 'price', 'status'];
+
+/**
+ * THE rule of products.catalog_version: an UPDATE of a seller's edit that sets any catalog column also
+ * bumps the version, in the same statement, so the guarded stock UPDATE of an order judged on the old
+ * name or price is refused (lib/inventory/stock-repository.ts). Stock writes (orders, cancellations, a
+ * stockQuantity PATCH, whose status only follows the stock) never come through here and never bump it.
+ */
+export function withCatalogVersion(db: Db, fields: Record<string, unknown>): Record<string, unknown> {
+  if (!CATALOG_COLUMNS.some((column) => column in fields)) return fields;
+  return { ...fields, catalog_version: db.raw('catalog_version + 1') };
+}
+
 export function createProductRepository(db: Db) {
   const visible = (viewer: AuthMember | null, filters: ProductFilters) =>
     applyFilters(db, db('products').select('*'), viewer, filters);
@@ -136,13 +150,16 @@ export function createProductRepository(db: Db) {
       return Number(productId);
     },
 
-    /** Updates a seller's live product; the number of rows matched (0: gone or not theirs). */
+    /**
+     * Updates a seller's live product (bumping its catalog version when a catalog column changes); the
+     * number of rows matched (0: gone or not theirs).
+     */
     async updateLive(productId: number, sellerId: number, fields: Record<string, unknown>): Promise<number> {
       return affectedRows(
         await db('products')
           .where({ id: productId, seller_id: sellerId })
           .whereNot('status', 'DELETED')
-          .update(fields),
+          .update(withCatalogVersion(db, fields)),
       );
     },
 

@@ -6,6 +6,7 @@
 import type { Db } from '../db';
 import { affectedRows } from '../db';
 import { sql, statusFollowingStockRaw } from './product-status-sql';
+import { withCatalogVersion } from './product-repository';
 
 export interface StockWrites {
   /**
@@ -22,6 +23,7 @@ export function createStockWrites(db: Db): StockWrites {
     db('products').where({ id: productId, seller_id: sellerId }).whereNot('status', 'DELETED');
 
   return {
+    // Stock only: the catalog version stays (an order judged before it is still charged the right price).
     async setStock(productId, sellerId, stockQuantity) {
       const result = await live(productId, sellerId).update({
         status: statusFollowingStockRaw(db, sql('status'), sql('?', stockQuantity)),
@@ -32,7 +34,9 @@ export function createStockWrites(db: Db): StockWrites {
     },
 
     async softDelete(productId, sellerId) {
-      const result = await live(productId, sellerId).update({ status: 'DELETED', updated_at: new Date() });
+      const result = await live(productId, sellerId).update(
+        withCatalogVersion(db, { status: 'DELETED', updated_at: new Date() }),
+      );
       return affectedRows(result) === 1;
     },
   };

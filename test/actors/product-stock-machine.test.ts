@@ -18,6 +18,7 @@ const product = (overrides: Partial<ProductView> = {}): ProductView => ({
   priceCents: 1000,
   status: 'ON_SALE',
   stock: 3,
+  catalogVersion: 1,
   ...overrides,
 });
 

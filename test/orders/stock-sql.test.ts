@@ -2,6 +2,7 @@
 // the restore of a cancellation.
 import test from 'ava';
 import { deductStock, deductStockBatch, restoreStock } from '../../lib/inventory/stock-repository';
+import type { JudgedStockChange } from '../../actors/stock-rules';
 import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { productRow } from './order-fixtures';
@@ -29,8 +30,8 @@ test.serial(
       deductStockBatch(
         trx,
         [
-          { productId: b, quantity: 3 },
-          { productId: a, quantity: 2 },
+          { productId: b, quantity: 3, catalogVersion: 1 },
+          { productId: a, quantity: 2, catalogVersion: 1 },
         ],
         new Date(),
       ),
@@ -48,7 +49,7 @@ test('a refused guard (short stock or not ON_SALE) is reported; the caller rolls
   const a = await createProduct(app, seller.id, { stockQuantity: 5 });
   const b = await createProduct(app, seller.id, { stockQuantity: 1 });
   const draft = await createProduct(app, seller.id, { stockQuantity: 9, status: 'DRAFT' });
-  const refuse = (changes: Array<{ productId: number; quantity: number }>) =>
+  const refuse = (changes: JudgedStockChange[]) =>
     app.db
       .transaction(async (trx) => {
         if (!(await deductStockBatch(trx, changes, new Date()))) throw new Error('refused');
@@ -59,26 +60,68 @@ test('a refused guard (short stock or not ON_SALE) is reported; the caller rolls
       );
   t.is(
     await refuse([
-      { productId: a, quantity: 1 },
-      { productId: b, quantity: 2 },
+      { productId: a, quantity: 1, catalogVersion: 1 },
+      { productId: b, quantity: 2, catalogVersion: 1 },
     ]),
     'refused',
   );
-  t.is(await refuse([{ productId: draft, quantity: 1 }]), 'refused');
+  t.is(await refuse([{ productId: draft, quantity: 1, catalogVersion: 1 }]), 'refused');
   t.deepEqual(await productRow(app, a), { stock: 5, status: 'ON_SALE', salesCount: 0 });
   t.deepEqual(
     await app.db.transaction((trx) =>
       deductStock(
         trx,
         [
-          { productId: a, quantity: 6 },
-          { productId: b, quantity: 1 },
+          { productId: a, quantity: 6, catalogVersion: 1 },
+          { productId: b, quantity: 1, catalogVersion: 1 },
         ],
         new Date(),
       ),
     ),
     [a],
   );
+});
+
+test('a deduction judged on an older catalog version is refused, batched or per product', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const a = await createProduct(app, seller.id, { stockQuantity: 5 });
+  const b = await createProduct(app, seller.id, { stockQuantity: 5 });
+  // A seller's price edit elsewhere: version 1 -> 2.
+  await app.db('products').where('id', a).update({ price: '12.00', catalog_version: 2 });
+  const batch = (changes: JudgedStockChange[]) =>
+    app.db
+      .transaction(async (trx) => {
+        if (!(await deductStockBatch(trx, changes, new Date()))) throw new Error('refused');
+      })
+      .then(
+        () => 'applied',
+        (err: Error) => err.message,
+      );
+  t.is(
+    await batch([
+      { productId: a, quantity: 1, catalogVersion: 1 },
+      { productId: b, quantity: 1, catalogVersion: 1 },
+    ]),
+    'refused',
+  );
+  t.deepEqual(await productRow(app, a), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+  t.deepEqual(await productRow(app, b), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+  t.deepEqual(
+    await app.db.transaction((trx) =>
+      deductStock(trx, [{ productId: a, quantity: 1, catalogVersion: 1 }], new Date()),
+    ),
+    [a],
+  );
+  t.is(
+    await batch([
+      { productId: a, quantity: 1, catalogVersion: 2 },
+      { productId: b, quantity: 1, catalogVersion: 1 },
+    ]),
+    'applied',
+  );
+  t.deepEqual(await productRow(app, a), { stock: 4, status: 'ON_SALE', salesCount: 1 });
+  const version = await app.db('products').where('id', a).first('catalog_version');
+  t.is(Number(version.catalog_version), 2, 'a deduction never bumps the catalog version');
 });
 
 test('restoring a cancellation gives stock and salesCount back and lifts SOLD_OUT', async (t) => {
