@@ -5,6 +5,7 @@
 // against the served OpenAPI document. Cleanup kills every child (also when the test process dies), deletes
 // the cluster's buckets and drops the database.
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -22,14 +23,13 @@ import { buildServedDocument } from '../../routes/docs';
 import { createContract, type Contract } from '../helpers/contract';
 import {
   createTestDatabase,
-  request,
   testConfig,
   type ApiResponse,
   type RequestOptions,
   type TestDatabase,
 } from '../helpers/harness';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process';
-import { quietLogger, NATS_URL, uniquePrefix } from './cluster-fixtures';
+import { quietLogger, NATS_URL, uniquePrefix, until } from './cluster-fixtures';
 
 export interface Instance {
   /** CLUSTER_INSTANCE_ID, kept across restarts. */
@@ -58,6 +58,48 @@ const everyChild = new Set<ServerProcess>();
 process.once('exit', () => {
   for (const child of everyChild) if (child.child.exitCode === null) child.child.kill('SIGKILL');
 });
+
+/**
+ * One HTTP request on a connection of its own (no keep-alive): a server closing an idle keep-alive socket
+ * just as the client reuses it would otherwise show up as a cut request, which is not what these tests test.
+ */
+function send<T>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: RequestOptions = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let payload: string | undefined;
+  if (opts.body !== undefined) {
+    payload = JSON.stringify(opts.body);
+    headers['Content-Type'] ??= 'application/json';
+    headers['Content-Length'] = String(Buffer.byteLength(payload));
+  }
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}${path}`, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(res.headers))
+          if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+        const json = (responseHeaders.get('content-type') ?? '').includes('json') && text;
+        resolve({
+          status: res.statusCode!,
+          headers: responseHeaders,
+          body: json ? JSON.parse(text) : text,
+          text,
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
 
 export async function startClusterWorld(label: string, options: WorldOptions = {}) {
   const count = options.instances ?? 3;
@@ -150,13 +192,39 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
       path: string,
       opts?: RequestOptions,
     ): Promise<ApiResponse<T>> {
-      const res = await request<T>(urlOf(index), method, path, opts);
+      const res = await send<T>(urlOf(index), method, path, opts);
       const problems = contractOf().problems(method, path, res);
       if (problems.length > 0)
         throw new Error(
           `${instances[index].name}: response does not match the OpenAPI document:\n  ${problems.join('\n  ')}`,
         );
       return res;
+    },
+
+    /**
+     * POST /orders as a well-behaved client: a 503 (a shard caught in a move, a forwarded request that
+     * timed out) is retried after its Retry-After with the same Idempotency-Key, so the retry is exact.
+     * `retried` lists those 503s.
+     */
+    async placeOrder(
+      index: number,
+      token: string,
+      body: unknown,
+      key: string = crypto.randomUUID(),
+    ): Promise<ApiResponse & { retried: string[] }> {
+      const retried: string[] = [];
+      for (;;) {
+        const res = await world.request(index, 'POST', '/api/v1/orders', {
+          token,
+          body,
+          headers: { 'Idempotency-Key': key },
+        });
+        if (res.status !== 503 || retried.length >= 5) return { ...res, retried };
+        retried.push(`${instances[index].name}: ${res.body.message}`);
+        const seconds = Number(res.headers.get('retry-after'));
+        if (!(seconds > 0)) throw new Error(`503 without Retry-After: ${res.text}`);
+        await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      }
     },
 
     /** The next running instance, round-robin, as a balancer picks. */
@@ -169,6 +237,14 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
     /** Everything every process wrote, the stopped ones included. */
     output(): string {
       return [...finished, ...instances.flatMap((i) => (i.process ? [i.process.output()] : []))].join('\n');
+    },
+
+    /** The log lines in which an instance lost a shard lease it did not give up (diagnostics). */
+    leaseLosses(): string[] {
+      return world
+        .output()
+        .split('\n')
+        .filter((line) => /Lease \S+ lost: /.test(line));
     },
 
     /** shard -> CLUSTER_INSTANCE_ID of its lease holder, read from the cluster's KV bucket. */
@@ -240,6 +316,36 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
       return Number(id);
     },
 
+    /**
+     * Waits until every shard is held by exactly one running instance, each within its fair share
+     * (ceil(shards / instances)) and none empty, and the holders stayed the same for a second (a claimed
+     * shard is served once its listeners ran): the cluster has settled after a start, stop or restart.
+     */
+    async settled(withinMs = 15_000): Promise<Map<number, string>> {
+      const names = running().map((i) => instances[i].name);
+      const shards = config.cluster!.shards;
+      let owners = new Map<number, string>();
+      let stableSince = Infinity;
+      let last = '';
+      await until(
+        async () => {
+          owners = await world.owners();
+          const counts = names.map((name) => [...owners.values()].filter((owner) => owner === name).length);
+          const fair =
+            owners.size === shards &&
+            [...owners.values()].every((owner) => names.includes(owner)) &&
+            counts.every((n) => n >= 1 && n <= Math.ceil(shards / names.length));
+          const now = JSON.stringify([...owners].sort((a, b) => a[0] - b[0]));
+          if (!fair || now !== last) stableSince = fair ? Date.now() : Infinity;
+          last = now;
+          return Date.now() - stableSince >= 1000;
+        },
+        withinMs,
+        () => `shard owners: ${JSON.stringify(Object.fromEntries(owners))}`,
+      );
+      return owners;
+    },
+
     /** Kills what still runs, deletes the cluster's buckets, drops the database. */
     async close(): Promise<void> {
       await Promise.allSettled(running().map((i) => stop(i, 'SIGKILL')));
@@ -252,6 +358,7 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
   try {
     // One after another: each joins and takes its shards before the next arrives (as a rolling deploy).
     for (let i = 0; i < count; i++) await start(i);
+    await world.settled();
   } catch (err) {
     await world.close();
     throw err;
