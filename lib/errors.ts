@@ -135,7 +135,10 @@ export class TooManyRequestsError extends AppError {
 
 /** A passing condition (a contended product, a duplicate request still running): retrying soon will do. */
 export class ServiceUnavailableError extends AppError {
-  constructor(message = 'Service unavailable', retryAfterSeconds = 1) {
+  constructor(
+    message = 'Service unavailable',
+    readonly retryAfterSeconds = 1,
+  ) {
     super(503, 'SERVICE_UNAVAILABLE', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
   }
 }

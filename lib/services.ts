@@ -134,6 +134,8 @@ export function createServices(deps: Deps) {
     orders,
     hasher,
     pruner,
+    /** The cluster this instance joined (null outside cluster mode). */
+    cluster: deps.cluster ?? null,
     /** Shards this instance serves now (0 outside cluster mode). */
     clusterShards: () => deps.cluster?.ownedShards().length ?? 0,
     /** Starts background work (actors, dispatchers) once the database is migrated. */

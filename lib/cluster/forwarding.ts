@@ -28,6 +28,9 @@ interface RequestEnvelope {
 
 type ReplyEnvelope = { v: 1; ok: true; value: unknown } | { v: 1; ok: false; error: WireError };
 
+/** A 503 for a request that reached an owner (or was in flight to one) but got no answer: it may have run. */
+export class OwnerDidNotAnswerError extends ServiceUnavailableError {}
+
 export interface ForwarderDeps {
   nc: NatsConnection;
   prefix: string;
@@ -140,11 +143,9 @@ export function createForwarder(deps: ForwarderDeps) {
       } catch (err) {
         const why = (err as Error).message ?? String(err);
         log.warn(`Request to shard ${shard} (product ${productId}) failed: ${why}`);
-        throw unavailable(
-          /no responders/i.test(why)
-            ? `No instance serves shard ${shard} right now`
-            : `Shard ${shard} did not answer`,
-        );
+        if (/no responders/i.test(why)) throw unavailable(`No instance serves shard ${shard} right now`);
+        // The owner got it (or died holding it): it may have run.
+        throw new OwnerDidNotAnswerError(`Shard ${shard} did not answer; please retry`, deps.retryAfterSeconds);
       }
       if (reply.ok) return reply.value as T;
       if (reply.error.status >= 500 && reply.error.code === 'INTERNAL_ERROR') {

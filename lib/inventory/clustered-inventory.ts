@@ -5,6 +5,8 @@
 // request crosses NATS as JSON and the owner runs its own writer of the same name. Everything else stays local:
 // the SQL guard keeps stock exact whatever any instance's actors believe, and change events published over NATS
 // make other instances' actors re-read.
+import { CommitOutcomeUnknownError } from '../errors';
+import { OwnerDidNotAnswerError } from '../cluster/forwarding';
 import type { Inventory, StockRequest, StockWriter } from './inventory';
 import type { StockRegistry } from '../../actors/registry';
 
@@ -48,7 +50,14 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
         throw new Error(`Writer ${writer.name} is not registered for forwarding`);
       const first = Math.min(...request.items.map((item) => item.productId));
       const payload: PlacePayload = { op: 'place', writer: writer.name, request };
-      return router.request<R>(first, payload);
+      try {
+        return await router.request<R>(first, payload);
+      } catch (err) {
+        // The owner may have committed before it died or slowed down: like a lost COMMIT, the client learns
+        // the outcome by retrying with the same Idempotency-Key (the caller keeps its claim for this error).
+        if (err instanceof OwnerDidNotAnswerError) throw new CommitOutcomeUnknownError(err.retryAfterSeconds);
+        throw err;
+      }
     },
 
     /** The owner's side of `place` (served on the shard's subject). */

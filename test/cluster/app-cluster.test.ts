@@ -1,0 +1,231 @@
+// The service in cluster mode, two (then three) instances in this process on one MariaDB database and the real
+// NATS: orders run on the owner of their first product whichever instance took them, the owner's answers
+// (refusals included) reach the client unchanged, changes made on one instance reach the other's caches and
+// actors, and a shard that moves away takes its idle actors with it. The multi-process suites (separate
+// `npm start` processes, kill -9) build on what this file pins.
+import test, { type ExecutionContext } from 'ava';
+import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
+import { createMember, createProduct, type TestMember } from '../helpers/factories';
+import { destroyClusterBuckets } from '../../lib/cluster/cluster';
+import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+
+const address = {
+  zipCode: '12345',
+  address: '1 Main St',
+  addressDetail: 'Apt 1',
+  receiverName: 'Bo',
+  receiverPhone: '010-1234-5678',
+};
+
+interface World {
+  database: TestDatabase;
+  prefix: string;
+  apps: TestApp[];
+  seller: TestMember;
+  buyer: TestMember;
+  admin: TestMember;
+}
+
+async function startInstance(world: Pick<World, 'database' | 'prefix'>, id: string): Promise<TestApp> {
+  return startTestApp({
+    database: world.database,
+    env: { NATS_URL, CLUSTER_PREFIX: world.prefix, CLUSTER_INSTANCE_ID: id, CLUSTER_SHARDS: '16' },
+  });
+}
+
+/** Two instances on one database, both holding shards. */
+async function twoInstances(): Promise<World> {
+  const database = await createTestDatabase();
+  const prefix = uniquePrefix('app');
+  const first = await startInstance({ database, prefix }, 'a');
+  const second = await startInstance({ database, prefix }, 'b');
+  const apps = [first, second];
+  await until(
+    () => apps.every((app) => app.bundle.services.clusterShards() === 8),
+    5000,
+    () => apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+  );
+  return {
+    database,
+    prefix,
+    apps,
+    seller: await createMember(first, 'SELLER'),
+    buyer: await createMember(first, 'BUYER'),
+    admin: await createMember(first, 'ADMIN'),
+  };
+}
+
+async function close(world: World): Promise<void> {
+  await Promise.allSettled(world.apps.map((app) => app.close()));
+  await destroyClusterBuckets(NATS_URL, world.prefix);
+  await world.database.drop();
+}
+
+// One world for the file (starting instances costs seconds); the tests run serially, in this order.
+let shared: Promise<World> | undefined;
+test.after.always(async () => {
+  if (shared) await close(await shared);
+});
+
+async function withWorld(t: ExecutionContext, run: (world: World) => Promise<void>): Promise<void> {
+  shared ??= twoInstances();
+  await run(await shared);
+  t.pass();
+}
+
+/** A new product whose shard `owner` serves. */
+async function productOwnedBy(world: World, owner: TestApp, stockQuantity = 10): Promise<number> {
+  for (;;) {
+    const id = await createProduct(world.apps[0], world.seller.id, { stockQuantity, price: '10.00' });
+    if (owner.bundle.services.cluster!.isOwner(id)) return id;
+  }
+}
+
+const order = (app: TestApp, buyer: TestMember, productId: number, quantity = 1) =>
+  app.request('POST', '/api/v1/orders', {
+    token: buyer.token,
+    body: { orderItems: [{ productId, quantity }], shippingAddress: address },
+  });
+
+natsTest('an order taken by either instance runs on the owner of its product', (t) =>
+  withWorld(t, async (world) => {
+    const [owner, other] = world.apps;
+    const productId = await productOwnedBy(world, owner);
+
+    const viaOther = await order(other, world.buyer, productId, 2);
+    t.is(viaOther.status, 201, viaOther.text);
+    t.like(viaOther.body.orders[0], { status: 'PENDING', buyerId: world.buyer.id, totalAmount: 20 });
+    t.like(viaOther.body.orders[0].items[0], { productId, quantity: 2, productPrice: 10 });
+    const viaOwner = await order(owner, world.buyer, productId, 1);
+    t.is(viaOwner.status, 201, viaOwner.text);
+
+    // The owner's actor decided both; the other instance holds no actor for the product.
+    t.like(owner.bundle.services.inventory.inspect(productId), { stock: 7, reserved: 0 });
+    t.is(other.bundle.services.inventory.inspect(productId), null);
+    const row = await owner.db('products').where('id', productId).first('stock_quantity');
+    t.is(row.stock_quantity, 7);
+  }),
+);
+
+natsTest("the owner's refusal reaches the client through the other instance unchanged", (t) =>
+  withWorld(t, async (world) => {
+    const [owner, other] = world.apps;
+    const productId = await productOwnedBy(world, owner, 3);
+    const viaOther = await order(other, world.buyer, productId, 5);
+    const viaOwner = await order(owner, world.buyer, productId, 5);
+    t.is(viaOther.status, 409);
+    t.is(viaOther.body.code, 'INSUFFICIENT_STOCK');
+    t.is(viaOther.body.message, viaOwner.body.message);
+    t.is(viaOther.body.path, '/api/v1/orders');
+
+    const unknown = await order(other, world.buyer, 10_000_000 + (productId % 16), 1);
+    t.is(unknown.status, 404);
+    t.is(unknown.body.code, 'NOT_FOUND');
+  }),
+);
+
+natsTest('a product edit and a new category on one instance show on the other within 1 s', (t) =>
+  withWorld(t, async (world) => {
+    const [first, second] = world.apps;
+    const productId = await productOwnedBy(world, first);
+    const before = await second.request('GET', `/api/v1/products/${productId}`);
+    t.is(before.body.price, 10); // cached on the second instance now
+
+    const edit = await first.request('PATCH', `/api/v1/products/${productId}`, {
+      token: world.seller.token,
+      body: { price: 12.5, name: 'Renamed on the first' },
+    });
+    t.is(edit.status, 200, edit.text);
+    const ms = await until(
+      async () => (await second.request('GET', `/api/v1/products/${productId}`)).body.price === 12.5,
+      1000,
+      () => 'the second instance still serves the old price',
+    );
+    t.true(ms <= 1000);
+    const after = await second.request('GET', `/api/v1/products/${productId}`);
+    t.like(after.body, { price: 12.5, name: 'Renamed on the first' });
+    t.is(
+      after.headers.get('etag'),
+      (await first.request('GET', `/api/v1/products/${productId}`)).headers.get('etag'),
+    );
+
+    // An order taken by the second instance after the edit's 200 is charged the new price.
+    const placed = await order(second, world.buyer, productId, 1);
+    t.is(placed.status, 201, placed.text);
+    t.like(placed.body.orders[0].items[0], { productPrice: 12.5, productName: 'Renamed on the first' });
+
+    const listed = await second.request('GET', '/api/v1/categories');
+    t.is(listed.status, 200);
+    const created = await first.request('POST', '/api/v1/admin/categories', {
+      token: world.admin.token,
+      body: { name: `Shown everywhere ${productId}`, displayOrder: 1 },
+    });
+    t.is(created.status, 201, created.text);
+    await until(
+      async () =>
+        (await second.request('GET', '/api/v1/categories')).body.some(
+          (category: { id: number }) => category.id === created.body.id,
+        ),
+      1000,
+      () => 'the second instance does not list the new category',
+    );
+  }),
+);
+
+natsTest("a stock change made on a non-owner is adopted by the owner's actor", (t) =>
+  withWorld(t, async (world) => {
+    const [owner, other] = world.apps;
+    const productId = await productOwnedBy(world, owner, 5);
+    t.is((await order(owner, world.buyer, productId, 1)).status, 201);
+    t.like(owner.bundle.services.inventory.inspect(productId), { stock: 4 });
+
+    const patched = await other.request('PATCH', `/api/v1/products/${productId}`, {
+      token: world.seller.token,
+      body: { stockQuantity: 40 },
+    });
+    t.is(patched.status, 200, patched.text);
+    t.is(patched.body.stockQuantity, 40);
+    await until(
+      () => owner.bundle.services.inventory.inspect(productId)?.stock === 40,
+      1000,
+      () => JSON.stringify(owner.bundle.services.inventory.inspect(productId)),
+    );
+    const big = await order(other, world.buyer, productId, 30);
+    t.is(big.status, 201, big.text);
+  }),
+);
+
+natsTest('a shard handed to a joining instance takes its idle actors off the old owner', (t) =>
+  withWorld(t, async (world) => {
+    const [first] = world.apps;
+    const products: number[] = [];
+    for (let i = 0; i < 8; i++) products.push(await productOwnedBy(world, first));
+    for (const productId of products) t.is((await order(first, world.buyer, productId, 1)).status, 201);
+    t.true(products.every((productId) => first.bundle.services.inventory.inspect(productId) !== null));
+
+    const third = await startInstance(world, 'c');
+    world.apps.push(third);
+    const cluster = first.bundle.services.cluster!;
+    await until(
+      () => products.some((productId) => !cluster.isOwner(productId)),
+      5000,
+      () => `the first instance still owns ${cluster.ownedShards().length} shards`,
+    );
+    await until(
+      () =>
+        products.every(
+          (productId) =>
+            cluster.isOwner(productId) || first.bundle.services.inventory.inspect(productId) === null,
+        ),
+      2000,
+      () => 'an actor of a shard that moved away is still active',
+    );
+    // Every product still sells, through any instance.
+    for (const [index, productId] of products.entries()) {
+      const placed = await order(world.apps[index % 3], world.buyer, productId, 1);
+      t.is(placed.status, 201, placed.text);
+    }
+    const rows = await first.db('products').whereIn('id', products).select('stock_quantity');
+    t.true(rows.every((row: { stock_quantity: number }) => row.stock_quantity === 8));
+  }),
+);

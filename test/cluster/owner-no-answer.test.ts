@@ -1,0 +1,94 @@
+// An order forwarded to its product's owner that gets no answer in time (the owner is stuck behind a row lock
+// here; a kill -9 mid-commit looks the same to the caller) may still commit: the caller answers 503
+// COMMIT_OUTCOME_UNKNOWN with Retry-After, keeps its Idempotency-Key claim, and the retry with the same key
+// returns the order the owner committed: exactly one order, stock taken once.
+import crypto from 'node:crypto';
+import test from 'ava';
+import knexFactory from 'knex';
+import { createTestDatabase, startTestApp, type TestApp } from '../helpers/harness';
+import { createMember, createProduct } from '../helpers/factories';
+import { destroyClusterBuckets } from '../../lib/cluster/cluster';
+import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+
+const address = {
+  zipCode: '12345',
+  address: '1 Main St',
+  addressDetail: 'Apt 1',
+  receiverName: 'Bo',
+  receiverPhone: '010-1234-5678',
+};
+
+let cleanup: (() => Promise<void>) | undefined;
+test.after.always(async () => cleanup?.());
+
+natsTest(
+  'a forwarded order whose owner does not answer in time is exact on retry with its key',
+  async (t) => {
+    const database = await createTestDatabase();
+    const prefix = uniquePrefix('noanswer');
+    const env = {
+      NATS_URL,
+      CLUSTER_PREFIX: prefix,
+      CLUSTER_SHARDS: '8',
+      CLUSTER_REQUEST_TIMEOUT_MS: '1000',
+      DB_STATEMENT_TIMEOUT_MS: '10000',
+    };
+    const apps: TestApp[] = [];
+    cleanup = async () => {
+      await Promise.allSettled(apps.map((app) => app.close()));
+      await destroyClusterBuckets(NATS_URL, prefix);
+      await database.drop();
+    };
+    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
+    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
+    const [owner, caller] = apps;
+    await until(
+      () => apps.every((app) => app.bundle.services.clusterShards() === 4),
+      5000,
+      () => apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+    );
+    const seller = await createMember(owner, 'SELLER');
+    const buyer = await createMember(owner, 'BUYER');
+    let productId: number;
+    do productId = await createProduct(owner, seller.id, { stockQuantity: 10, price: '10.00' });
+    while (!owner.bundle.services.cluster!.isOwner(productId));
+
+    const key = crypto.randomUUID();
+    const place = () =>
+      caller.request('POST', '/api/v1/orders', {
+        token: buyer.token,
+        headers: { 'Idempotency-Key': key },
+        body: { orderItems: [{ productId, quantity: 3 }], shippingAddress: address },
+      });
+
+    // Hold the product's row: the owner's group commit waits for it, longer than the caller waits for the owner.
+    const blocker = knexFactory({ client: 'mysql2', connection: database.env.DATABASE_URL });
+    try {
+      const trx = await blocker.transaction();
+      await trx('products').where('id', productId).forUpdate().first();
+      const first = await place();
+      t.is(first.status, 503, first.text);
+      t.is(first.body.code, 'COMMIT_OUTCOME_UNKNOWN');
+      t.truthy(first.headers.get('retry-after'));
+      await trx.commit();
+    } finally {
+      await blocker.destroy();
+    }
+
+    // The owner goes on and commits; the retry learns that outcome (after waiting out the claim if need be).
+    let retry = await place();
+    const started = Date.now();
+    while (retry.status !== 201 && Date.now() - started < 15_000) {
+      t.true([409, 503].includes(retry.status), retry.text);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      retry = await place();
+    }
+    t.is(retry.status, 201, retry.text);
+    t.like(retry.body.orders[0].items[0], { productId, quantity: 3 });
+    const orders = await owner.db('order_items').where('product_id', productId).select('order_id');
+    t.is(orders.length, 1);
+    t.is(orders[0].order_id, retry.body.orders[0].id);
+    const row = await owner.db('products').where('id', productId).first('stock_quantity');
+    t.is(row.stock_quantity, 7);
+  },
+);
