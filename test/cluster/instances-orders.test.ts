@@ -208,7 +208,8 @@ natsTest(
       'every answer is a 201 or a 503 (no 500, no 409)',
     );
     for (const o of unavailable) {
-      t.is(o.code, 'SERVICE_UNAVAILABLE');
+      // nobody owns the shard yet, or its owner did not answer in time (the order may have committed)
+      t.true(['SERVICE_UNAVAILABLE', 'COMMIT_OUTCOME_UNKNOWN'].includes(o.code!), o.code);
       t.true(Number(o.retryAfter) > 0, 'Retry-After on a 503');
     }
     const reasons = new Map<string, number>();
