@@ -1,0 +1,526 @@
+// `npm run bench:cluster`: the service as a cluster of 1, 2 and 3 instances (`lib/server.ts` processes with
+// NATS_URL set, one MariaDB database, one private CLUSTER_PREFIX per configuration) under load spread
+// round-robin over the instances from ONE generator (autocannon in this process, its connections spread over
+// the instances' URLs, as a balancer spreads them). Scenarios, each measured for every instance count:
+//   hot:    one unit of ONE product per order,
+//   spread: one unit of one of 1,000 products per order,
+//   get:    a cached GET (one product's detail).
+// The instance counts alternate between rounds (1, 2, 3, then 3, 2, 1, ...); each configuration starts its
+// processes afresh and waits until every shard has its owner before the load starts. After every order
+// scenario the books are checked (for every product: initial stock = stock + ordered units, stock >= 0).
+// bench/results/cluster-<timestamp>.json holds the machine, the load average before and after every
+// scenario, every measurement, their medians and `ratios` ({ value, target, met }): orders/s with 2
+// instances over 1 instance, hot >= 0.9x and spread >= 1.0x, cached GET req/s >= 1.3x; zero oversell.
+//
+// Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_NATS_URL
+// [nats://127.0.0.1:4222], BENCH_CONNECTIONS [60: a multiple of 1, 2 and 3], BENCH_DURATION [8 s],
+// BENCH_WARMUP [2 s], BENCH_ROUNDS [2], BENCH_INSTANCES [1,2,3], BENCH_SCENARIOS [hot,spread,get],
+// BENCH_DB_POOL_MAX [20 per instance], BENCH_DB_TIMEOUT_MS [60000: patient, as bench:orders].
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import autocannon from 'autocannon';
+import knexFactory, { type Knex } from 'knex';
+import { createTokenService } from '../lib/auth/tokens';
+import { bucketNames, destroyClusterBuckets } from '../lib/cluster/cluster';
+import { liveKeys } from '../lib/cluster/lease-table';
+import { loadConfig } from '../lib/config';
+import { knexConfig } from '../lib/db';
+import { createLogger } from '../lib/logger';
+import { prepareDatabase } from '../lib/server';
+import { ROOT, startChild, type Child } from './lib/processes';
+
+type Scenario = 'hot' | 'spread' | 'get';
+
+const env = process.env;
+const MYSQL = (env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
+const NATS_URL = env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
+const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 60);
+const DURATION = Number(env.BENCH_DURATION ?? 8);
+const WARMUP = Number(env.BENCH_WARMUP ?? 2);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const COUNTS = (env.BENCH_INSTANCES ?? '1,2,3').split(',').map(Number);
+const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,get').split(',') as Scenario[];
+const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
+const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
+const SHARDS = 64;
+const SPREAD_PRODUCTS = 1000;
+const BIG_STOCK = 100_000_000;
+const JWT_SECRET = crypto.randomBytes(32).toString('hex');
+
+const TARGETS: Record<Scenario, number> = { hot: 0.9, spread: 1.0, get: 1.3 };
+const UNIT: Record<Scenario, string> = { hot: 'orders/s', spread: 'orders/s', get: 'req/s' };
+
+interface Fixture {
+  tokens: string[];
+  hot: number;
+  spread: number[];
+  initial: Map<number, number>;
+}
+
+interface Measurement {
+  round: number;
+  instances: number;
+  scenario: Scenario;
+  /** 201s per second for orders, 200s per second for the GET. */
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+  statuses: Record<string, number>;
+  /** Socket errors and timeouts. */
+  errors: number;
+  loadavgBefore: number[];
+  loadavgAfter: number[];
+  /** Orders per group-commit transaction over all instances during the scenario (their /metrics). */
+  ordersPerCommit?: number;
+  oversell?: boolean;
+  conserved?: boolean;
+}
+
+async function withAdmin<T>(fn: (admin: Knex) => Promise<T>): Promise<T> {
+  const admin = knexFactory({ client: 'mysql2', connection: MYSQL });
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+async function seed(db: Knex): Promise<Fixture> {
+  const tokens = createTokenService(loadConfig({ NODE_ENV: 'development', JWT_SECRET }).jwt);
+  const now = new Date();
+  const member = (role: 'BUYER' | 'SELLER', i: number) => ({
+    email: `bench-${role.toLowerCase()}-${i}@bench.test`,
+    password_hash: 'x',
+    name: `Bench ${role}`,
+    phone: '0',
+    role,
+    business_number: role === 'SELLER' ? '1' : null,
+    created_at: now,
+    updated_at: now,
+  });
+  await db('members').insert(member('SELLER', 0));
+  const seller = await db('members').where('role', 'SELLER').first('id');
+  await db('members').insert(Array.from({ length: CONNECTIONS }, (_, i) => member('BUYER', i)));
+  const buyers = (await db('members').where('role', 'BUYER').orderBy('id').select('id')) as Array<{
+    id: number;
+  }>;
+  await db('categories').insert({
+    name: 'Bench',
+    name_key: 'bench',
+    parent_key: 0,
+    parent_id: null,
+    display_order: 0,
+    created_at: now,
+  });
+  const category = await db('categories').first('id');
+  const product = (i: number) => ({
+    seller_id: seller.id,
+    category_id: category.id,
+    name: `Bench product ${i}`,
+    description: null,
+    price: '9.99',
+    stock_quantity: BIG_STOCK,
+    status: 'ON_SALE',
+    sales_count: 0,
+    created_at: now,
+    updated_at: now,
+  });
+  for (let i = 0; i <= SPREAD_PRODUCTS; i += 500) {
+    await db('products').insert(
+      Array.from({ length: Math.min(500, SPREAD_PRODUCTS + 1 - i) }, (_, k) => product(i + k)),
+    );
+  }
+  const ids = ((await db('products').orderBy('id').select('id')) as Array<{ id: number }>).map((r) => r.id);
+  return {
+    tokens: buyers.map(({ id }) => tokens.signAccessToken({ id, role: 'BUYER', tokenVersion: 0 })),
+    hot: ids[0],
+    spread: ids.slice(1),
+    initial: new Map(ids.map((id) => [id, BIG_STOCK])),
+  };
+}
+
+/** Until every shard has an owner among `names` and each holds at least one: the cluster has settled. */
+async function settled(prefix: string, names: string[]): Promise<void> {
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    const bucket = bucketNames(prefix).shards;
+    const kv = await new Kvm(nc).open(bucket);
+    const jsm = await jetstreamManager(nc);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const owners: string[] = [];
+      for (const key of await liveKeys(jsm, bucket)) {
+        const entry = await kv.get(key);
+        if (entry?.operation === 'PUT') owners.push((entry.json() as { instanceId: string }).instanceId);
+      }
+      const fair = Math.ceil(SHARDS / names.length);
+      const counts = names.map((name) => owners.filter((owner) => owner === name).length);
+      if (owners.length === SHARDS && counts.every((n) => n >= 1 && n <= fair)) return;
+      if (Date.now() > deadline) throw new Error(`shards did not settle: ${counts.join('/')}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+async function startCluster(
+  url: string,
+  count: number,
+  label: string,
+): Promise<{ children: Child[]; prefix: string }> {
+  const prefix = `bench-${label}-${crypto.randomBytes(3).toString('hex')}`;
+  const children: Child[] = [];
+  const names: string[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const name = `${prefix}-${i + 1}`;
+      names.push(name);
+      const child = await startChild(
+        'lib/server.ts',
+        {
+          NODE_ENV: 'development',
+          DATABASE_URL: url,
+          JWT_SECRET,
+          MIGRATE_ON_START: 'false',
+          SEED_ON_START: 'false',
+          LOG_LEVEL: 'warn',
+          INVENTORY_MODE: 'actor',
+          DB_POOL_MAX: POOL_MAX,
+          DB_ACQUIRE_TIMEOUT_MS: DB_TIMEOUT_MS,
+          DB_STATEMENT_TIMEOUT_MS: DB_TIMEOUT_MS,
+          NATS_URL,
+          CLUSTER_PREFIX: prefix,
+          CLUSTER_INSTANCE_ID: name,
+          CLUSTER_SHARDS: String(SHARDS),
+        },
+        '/health/ready',
+      );
+      children.push(child);
+      running.add(child);
+    }
+    await settled(prefix, names);
+  } catch (err) {
+    await stopCluster({ children, prefix });
+    throw err;
+  }
+  return { children, prefix };
+}
+
+/** Ctrl-C kills the running children at once (the bench database mkt_bench_cluster_<pid> is left to drop). */
+const running = new Set<Child>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    for (const child of running) child.process.kill('SIGKILL');
+    process.exit(130);
+  });
+
+async function stopCluster(cluster: { children: Child[]; prefix: string }): Promise<void> {
+  await Promise.all(cluster.children.map((child) => child.stop()));
+  for (const child of cluster.children) running.delete(child);
+  await destroyClusterBuckets(NATS_URL, cluster.prefix).catch(() => undefined);
+}
+
+/** Sum and count of the group-commit batch-size histogram over every instance. */
+async function batches(urls: string[]): Promise<{ sum: number; count: number }> {
+  const total = { sum: 0, count: 0 };
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    total.sum += Number(/^marketplace_group_commit_batch_size_sum (\S+)$/m.exec(text)?.[1] ?? 0);
+    total.count += Number(/^marketplace_group_commit_batch_size_count (\S+)$/m.exec(text)?.[1] ?? 0);
+  }
+  return total;
+}
+
+const address = {
+  zipCode: '00000',
+  address: 'Bench road 1',
+  addressDetail: '',
+  receiverName: 'Bench',
+  receiverPhone: '000',
+};
+
+function run(
+  urls: string[],
+  fixture: Fixture,
+  scenario: Scenario,
+  seconds: number,
+): Promise<autocannon.Result> {
+  let n = 0;
+  const request: autocannon.Request =
+    scenario === 'get'
+      ? { method: 'GET', path: `/api/v1/products/${fixture.spread[0]}` }
+      : {
+          method: 'POST',
+          path: '/api/v1/orders',
+          headers: { 'Content-Type': 'application/json' },
+          setupRequest: (req) => {
+            const productId =
+              scenario === 'hot'
+                ? fixture.hot
+                : fixture.spread[Math.floor(Math.random() * fixture.spread.length)];
+            return {
+              ...req,
+              headers: {
+                ...req.headers,
+                Authorization: `Bearer ${fixture.tokens[n++ % fixture.tokens.length]}`,
+              },
+              body: JSON.stringify({ orderItems: [{ productId, quantity: 1 }], shippingAddress: address }),
+            };
+          },
+        };
+  return autocannon({
+    // autocannon spreads its connections over several URLs (round-robin); its types name only one
+    url: urls as unknown as string,
+    connections: CONNECTIONS,
+    duration: seconds,
+    timeout: 60,
+    requests: [request],
+  });
+}
+
+/**
+ * The books after an order scenario, read in ONE snapshot (InnoDB REPEATABLE READ: the transaction's first
+ * read fixes it): requests still in flight when the generator stopped may commit meanwhile, and two separate
+ * reads could see an order's items without its stock deduction.
+ */
+async function checkStock(db: Knex, fixture: Fixture): Promise<{ oversell: boolean; conserved: boolean }> {
+  return db.transaction(
+    async (trx) => {
+      const sold = new Map(
+        (
+          (await trx('order_items')
+            .groupBy('product_id')
+            .select('product_id')
+            .sum({ n: 'quantity' })) as Array<{
+            product_id: number;
+            n: string | number;
+          }>
+        ).map((row) => [row.product_id, Number(row.n)]),
+      );
+      const rows = (await trx('products').select('id', 'stock_quantity', 'sales_count')) as Array<{
+        id: number;
+        stock_quantity: number;
+        sales_count: number;
+      }>;
+      let oversell = false;
+      let conserved = true;
+      for (const row of rows) {
+        const units = sold.get(row.id) ?? 0;
+        if (row.stock_quantity < 0) oversell = true;
+        if (row.stock_quantity + units !== fixture.initial.get(row.id) || row.sales_count !== units)
+          conserved = false;
+      }
+      return { oversell, conserved };
+    },
+    { isolationLevel: 'repeatable read' },
+  );
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const round2 = (x: number) => Math.round(x * 100) / 100;
+const loadavg = () => os.loadavg().map(round2);
+
+type Ratios = Record<string, { value: number; target: string; met: boolean }>;
+
+function summarise(results: Measurement[]) {
+  const medians: Record<string, Record<number, number>> = {};
+  for (const scenario of SCENARIOS) {
+    medians[scenario] = {};
+    for (const count of COUNTS) {
+      const rates = results
+        .filter((r) => r.scenario === scenario && r.instances === count)
+        .map((r) => r.rate);
+      if (rates.length > 0) medians[scenario][count] = Math.round(median(rates));
+    }
+  }
+  const ratios: Ratios = {};
+  const scaling: Record<string, number> = {};
+  for (const scenario of SCENARIOS) {
+    const one = medians[scenario][1];
+    if (!(one > 0)) continue;
+    if (medians[scenario][2] !== undefined) {
+      const value = round2(medians[scenario][2] / one);
+      ratios[`${scenario}: 2 instances / 1 instance ${UNIT[scenario]}`] = {
+        value,
+        target: `>= ${TARGETS[scenario]}x`,
+        met: value >= TARGETS[scenario],
+      };
+    }
+    if (medians[scenario][3] !== undefined)
+      scaling[`${scenario}: 3 instances / 1 instance ${UNIT[scenario]}`] = round2(medians[scenario][3] / one);
+  }
+  const bad = results.filter((r) => r.oversell || r.conserved === false).length;
+  ratios['order runs with oversell or unconserved stock'] = { value: bad, target: '0', met: bad === 0 };
+  return { medians, ratios, scaling };
+}
+
+function markdown(results: Measurement[], summary: ReturnType<typeof summarise>): string {
+  const lines = [
+    '| scenario | instances | median | p50 ms | p99 ms | orders per commit | non-2xx (status: count) | errors | oversell | runs |',
+    '|---|---:|---:|---:|---:|---:|---|---:|---|---:|',
+  ];
+  for (const scenario of SCENARIOS)
+    for (const count of COUNTS) {
+      const runs = results.filter((r) => r.scenario === scenario && r.instances === count);
+      if (runs.length === 0) continue;
+      const statuses: Record<string, number> = {};
+      for (const r of runs)
+        for (const [status, n] of Object.entries(r.statuses))
+          if (!status.startsWith('2')) statuses[status] = (statuses[status] ?? 0) + n;
+      const other =
+        Object.entries(statuses)
+          .map(([s, n]) => `${s}: ${n}`)
+          .join(', ') || 'none';
+      const oversell =
+        scenario === 'get' ? '—' : runs.some((r) => r.oversell || r.conserved === false) ? '**YES**' : 'none';
+      lines.push(
+        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
+      );
+    }
+  lines.push('', '| ratio | value | target | met |', '|---|---:|---|---|');
+  for (const [name, r] of Object.entries(summary.ratios))
+    lines.push(
+      `| ${name} | ${r.value}${name.includes('/') ? 'x' : ''} | ${r.target} | ${r.met ? 'yes' : '**not met**'} |`,
+    );
+  for (const [name, value] of Object.entries(summary.scaling))
+    lines.push(`| ${name} | ${value}x | (none) | — |`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  if (CONNECTIONS % 6 !== 0)
+    console.warn('BENCH_CONNECTIONS is best a multiple of 6 (even spread over 1, 2, 3 URLs)');
+  console.log(
+    `bench:cluster — ${CONNECTIONS} connections from one generator, ${DURATION} s measured after ${WARMUP} s warm-up, ${ROUNDS} round(s), instances ${COUNTS.join('/')}, scenarios ${SCENARIOS.join('/')}; ${os.cpus().length} CPUs, load ${loadavg().join(' ')}, Node ${process.version}`,
+  );
+  const name = `mkt_bench_cluster_${process.pid}`;
+  const url = `${MYSQL}/${name}`;
+  await withAdmin((admin) =>
+    admin.raw(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`),
+  );
+  const config = loadConfig({
+    NODE_ENV: 'development',
+    DATABASE_URL: url,
+    JWT_SECRET,
+    SEED_ON_START: 'false',
+  });
+  const db = knexFactory(knexConfig(config.database));
+  const results: Measurement[] = [];
+  try {
+    await prepareDatabase(db, config, createLogger({ level: 'warn', format: 'line' }));
+    const fixture = await seed(db);
+    for (let round = 1; round <= ROUNDS; round++) {
+      const order = round % 2 === 1 ? COUNTS : [...COUNTS].reverse();
+      for (const count of order) {
+        const cluster = await startCluster(url, count, `r${round}n${count}`);
+        try {
+          const urls = cluster.children.map((child) => child.url);
+          for (const scenario of SCENARIOS) {
+            process.stdout.write(`round ${round}, ${count} instance(s), ${scenario} ... `);
+            if (WARMUP > 0) await run(urls, fixture, scenario, WARMUP);
+            const loadavgBefore = loadavg();
+            const before = await batches(urls);
+            const r = await run(urls, fixture, scenario, DURATION);
+            const loadavgAfter = loadavg();
+            const after = await batches(urls);
+            const commits = after.count - before.count;
+            const statuses = Object.fromEntries(
+              Object.entries(r.statusCodeStats ?? {}).map(([status, s]) => [status, s.count ?? 0]),
+            );
+            const ok = scenario === 'get' ? (statuses['200'] ?? 0) : (statuses['201'] ?? 0);
+            const m: Measurement = {
+              round,
+              instances: count,
+              scenario,
+              rate: Math.round(ok / r.duration),
+              p50Ms: r.latency.p50,
+              p99Ms: r.latency.p99,
+              statuses,
+              errors: r.errors + r.timeouts,
+              loadavgBefore,
+              loadavgAfter,
+              ...(scenario === 'get'
+                ? {}
+                : {
+                    ...(await checkStock(db, fixture)),
+                    ordersPerCommit: commits > 0 ? round2((after.sum - before.sum) / commits) : 0,
+                  }),
+            };
+            results.push(m);
+            process.stdout.write(
+              `${m.rate} ${UNIT[scenario]}, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, statuses ${JSON.stringify(statuses)}, errors ${m.errors}${
+                scenario === 'get'
+                  ? ''
+                  : `, oversell ${m.oversell ? 'YES' : 'no'}, conserved ${m.conserved ? 'yes' : 'NO'}`
+              }${m.ordersPerCommit !== undefined ? `, ${m.ordersPerCommit} orders per commit` : ''}, load ${loadavgAfter[0]}\n`,
+            );
+          }
+        } finally {
+          await stopCluster(cluster);
+        }
+      }
+    }
+  } finally {
+    await db.destroy();
+    await withAdmin((admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
+  }
+
+  const summary = summarise(results);
+  const table = markdown(results, summary);
+  const dir = path.join(ROOT, 'bench', 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `cluster-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        benchmark: 'cluster',
+        at: new Date().toISOString(),
+        settings: {
+          connections: CONNECTIONS,
+          durationSeconds: DURATION,
+          warmupSeconds: WARMUP,
+          rounds: ROUNDS,
+          instances: COUNTS,
+          scenarios: SCENARIOS,
+          shards: SHARDS,
+          dbPoolMaxPerInstance: Number(POOL_MAX),
+          dbTimeoutMs: Number(DB_TIMEOUT_MS),
+          spreadProducts: SPREAD_PRODUCTS,
+        },
+        machine: {
+          cpus: os.cpus().length,
+          cpuModel: os.cpus()[0]?.model,
+          memoryGb: Math.round(os.totalmem() / 2 ** 30),
+          node: process.version,
+          platform: `${os.platform()} ${os.release()}`,
+          loadavgAtEnd: loadavg(),
+        },
+        results,
+        medians: summary.medians,
+        ratios: summary.ratios,
+        scaling: summary.scaling,
+        markdown: table,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`\n${table}\n\nresults: ${path.relative(ROOT, file)}`);
+  if (results.some((r) => r.oversell || r.conserved === false)) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
