@@ -162,12 +162,9 @@ export class IdempotencyKeyInProgressError extends AppError {
  * not be checked. Retrying with the same Idempotency-Key answers the truth and never orders twice.
  */
 export class CommitOutcomeUnknownError extends AppError {
-  constructor(retryAfterSeconds: number) {
-    super(
-      503,
-      'COMMIT_OUTCOME_UNKNOWN',
-      'The database connection was lost while committing; retry with the same Idempotency-Key to learn the outcome',
-      { headers: { 'Retry-After': String(retryAfterSeconds) } },
-    );
+  constructor(retryAfterSeconds: number, why = 'The database connection was lost while committing') {
+    super(503, 'COMMIT_OUTCOME_UNKNOWN', `${why}; retry with the same Idempotency-Key to learn the outcome`, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
   }
 }

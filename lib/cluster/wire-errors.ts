@@ -76,7 +76,10 @@ export function fromWireError(wire: WireError): AppError {
       return new TooManyRequestsError(wire.message, retryAfter(wire) ?? 1);
     case 503:
       // The caller keeps its Idempotency-Key claim on this one (the orders may exist): same class needed.
-      if (wire.code === 'COMMIT_OUTCOME_UNKNOWN') return new CommitOutcomeUnknownError(retryAfter(wire) ?? 1);
+      if (wire.code === 'COMMIT_OUTCOME_UNKNOWN') {
+        const why = wire.message.replace(/; retry with the same Idempotency-Key to learn the outcome$/, '');
+        return new CommitOutcomeUnknownError(retryAfter(wire) ?? 1, why);
+      }
       return new ServiceUnavailableError(wire.message, retryAfter(wire));
     default:
       return new AppError(wire.status, wire.code as ErrorCode, wire.message, {

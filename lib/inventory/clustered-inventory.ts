@@ -55,7 +55,12 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
       } catch (err) {
         // The owner may have committed before it died or slowed down: like a lost COMMIT, the client learns
         // the outcome by retrying with the same Idempotency-Key (the caller keeps its claim for this error).
-        if (err instanceof OwnerDidNotAnswerError) throw new CommitOutcomeUnknownError(err.retryAfterSeconds);
+        if (err instanceof OwnerDidNotAnswerError) {
+          throw new CommitOutcomeUnknownError(
+            err.retryAfterSeconds,
+            "The instance that owns the order's first product did not answer in time",
+          );
+        }
         throw err;
       }
     },
