@@ -88,7 +88,8 @@ natsTest(
         instanceOf: ServiceUnavailableError,
         message: 'The cluster is unreachable; please retry',
       });
-      t.true(Date.now() - refusedAt < 100);
+      // (well under the 5 s request timeout; a loaded machine may take a few hundred ms to get here)
+      t.true(Date.now() - refusedAt < 1000, `refused after ${Date.now() - refusedAt} ms`);
 
       server = await startServer(port, storeDir);
       await until(
