@@ -104,13 +104,14 @@ function hasBody(ctx: Context): boolean {
 }
 
 /** The declared headers the client sent, under the schema's names (Node lowercases incoming names). */
-function declaredHeaders(schema: AnyObjectSchema, ctx: Context): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const name of Object.keys(schema.fields)) {
-    const value = ctx.headers[name.toLowerCase()];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
+function declaredHeaders(schema: AnyObjectSchema): (ctx: Context) => Record<string, unknown> {
+  const names = Object.keys(schema.fields).map((name) => [name, name.toLowerCase()] as const);
+  return (ctx) => {
+    const out: Record<string, unknown> = {};
+    const sent = ctx.req.headers;
+    for (const [name, lower] of names) if (sent[lower] !== undefined) out[name] = sent[lower];
+    return out;
+  };
 }
 
 type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 'params' | 'query' | 'auth'>;
@@ -121,6 +122,7 @@ type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 
  */
 export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], tokens: TokenService): void {
   for (const def of defs) {
+    const headersOf = def.headers ? declaredHeaders(def.headers) : null;
     const early = async (ctx: Context): Promise<void> => {
       await admitCaller(def.auth, tokens, ctx, def.ignoreBearer);
       if (def.body && !def.requestContentType && hasBody(ctx) && !ctx.is('application/json')) {
@@ -138,9 +140,8 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
       const rawBody = (ctx.request as { body?: unknown }).body ?? {};
       const body = def.body ? await validateInput(def.body, rawBody, 'body') : undefined;
       // After the body, as before headers were declared: a request wrong in both reports its body first.
-      const headers = def.headers
-        ? await validateText(def.headers, declaredHeaders(def.headers, ctx), 'headers')
-        : {};
+      const headers =
+        def.headers && headersOf ? await validateText(def.headers, headersOf(ctx), 'headers') : {};
       await def.handler({ ...(ctx.state.routeInput as EarlyInput), body, headers } as never, ctx);
     };
     const path = prefix + def.path;
