@@ -261,9 +261,9 @@ async function main(): Promise<void> {
   let queries: Array<Record<string, unknown>>;
   let plans: Record<string, string[]>;
   try {
-    plans = Object.fromEntries(
-      await Promise.all([...KEYWORDS, 'mp'].map(async (k) => [k, await plan(db, k)] as const)),
-    );
+    // One keyword at a time: plan() listens to the queries the service's page sends.
+    plans = {};
+    for (const k of [...KEYWORDS, 'mp']) plans[k] = await plan(db, k);
     queries = await queryLevel(db, o);
   } finally {
     await db.destroy();
