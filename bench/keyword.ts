@@ -195,7 +195,7 @@ async function plan(db: Db, keyword: string): Promise<string[]> {
   const out: string[] = [];
   for (const { sql, bindings } of await servicePageSql(db, keyword)) {
     out.push(
-      `-- ${sql.startsWith('select * from (') ? 'newest rows first' : 'index'}`,
+      `-- ${/join \(select/i.test(sql) ? 'newest rows first' : 'index'}`,
       ...(await explain(db, sql, bindings)),
     );
   }
