@@ -109,8 +109,8 @@ async function fill(db: Db, o: Options, config: ReturnType<typeof loadConfig>, n
 }
 
 /**
- * SQLite: the database file in --data-dir, migrated and filled like MariaDB's but never ANALYZEd (the service
- * never runs it, so the plans are the ones a fresh install gets; bench:keyword does the same).
+ * SQLite: the database file in --data-dir, migrated and filled like MariaDB's, not ANALYZEd here (the service
+ * takes its own statistics (`PRAGMA optimize` when it opens the database), as bench:keyword does).
  */
 async function prepareSqlite(o: Options): Promise<Db> {
   if (o.reseed) fs.rmSync(o.dataDir, { recursive: true, force: true });
