@@ -1,6 +1,7 @@
-// `npm run bench:catalog -- [--products 100000] [--duration 10] [--warmup 2] [--connections 32] [--reseed]
-//   [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog] [--log-level warn] [--only <regex>]`
-// Fills a MariaDB catalogue with the demo seed (scripts/seed-demo.ts), starts the real service and a bare
+// `npm run bench:catalog -- [--db mysql|sqlite] [--products 100000] [--duration 10] [--warmup 2] [--connections 32]
+//   [--reseed] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog] [--data-dir <dir>] [--log-level warn]
+//   [--only <regex>]`
+// Fills a MariaDB (or SQLite) catalogue with the demo seed (scripts/seed-demo.ts), starts the real service and a bare
 // Koa hello-world as child processes, loads each endpoint with autocannon, and writes
 // bench/results/catalog-<timestamp>.json plus a markdown table with the two target ratios:
 //   cursor page at depth 90k within 1.5x (p50) of the first page; cached GETs >= 0.7x the bare Koa rate.
@@ -19,6 +20,9 @@ import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
 import { ROOT, startChild, type Child } from './lib/processes';
 
 interface Options {
+  db: 'mysql' | 'sqlite';
+  /** SQLite: the service's DATA_DIR, holding the bench database (seeded once, reused). */
+  dataDir: string;
   products: number;
   duration: number;
   warmup: number;
@@ -32,6 +36,8 @@ interface Options {
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
+    db: 'mysql',
+    dataDir: path.join(os.tmpdir(), 'mkt-bench-catalog-sqlite'),
     products: 100_000,
     duration: 10,
     warmup: 2,
@@ -54,6 +60,15 @@ function parseArgs(argv: string[]): Options {
         o[flag.slice(2) as 'products' | 'duration' | 'warmup' | 'connections'] = n;
         break;
       }
+      case '--db': {
+        const db = value();
+        if (db !== 'mysql' && db !== 'sqlite') throw new Error('--db is mysql or sqlite');
+        o.db = db;
+        break;
+      }
+      case '--data-dir':
+        o.dataDir = value();
+        break;
       case '--reseed':
         o.reseed = true;
         break;
@@ -73,8 +88,49 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
+/** Tops the bench database up to N products (the demo seed first); reused by later runs. */
+async function fill(db: Db, o: Options, config: ReturnType<typeof loadConfig>, name: string): Promise<void> {
+  await db.migrate.latest();
+  await seedDemo(db, config);
+  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
+  if (count < o.products) {
+    await seedCatalog(db, {
+      products: o.products - count,
+      sellers: 20,
+      batch: 1000,
+      seed: 1,
+      sellerPassword: config.seedPasswords.seller,
+      bcryptCost: config.bcryptCost,
+      onProgress: progressBar('seeding products'),
+    });
+  } else {
+    process.stderr.write(`Reusing ${count} products in ${name} (--reseed to start over)\n`);
+  }
+}
+
+/**
+ * SQLite: the database file in --data-dir, migrated and filled like MariaDB's, not ANALYZEd here (the service
+ * takes its own statistics (`PRAGMA optimize` when it opens the database), as bench:keyword does).
+ */
+async function prepareSqlite(o: Options): Promise<Db> {
+  if (o.reseed) fs.rmSync(o.dataDir, { recursive: true, force: true });
+  fs.mkdirSync(o.dataDir, { recursive: true });
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    NODE_ENV: 'development',
+    DATA_DIR: o.dataDir,
+    BCRYPT_COST: '10',
+  };
+  delete env.DATABASE_URL;
+  const config = loadConfig(env as Record<string, string>);
+  const db = createDb(config.database);
+  await fill(db, o, config, o.dataDir);
+  return db;
+}
+
 /** Creates the bench database if needed (or afresh with --reseed), migrates it and tops it up to N products. */
 async function prepareDatabase(o: Options): Promise<Db> {
+  if (o.db === 'sqlite') return prepareSqlite(o);
   const url = new URL(o.databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error('The bench database name must be [A-Za-z0-9_]+');
@@ -97,22 +153,7 @@ async function prepareDatabase(o: Options): Promise<Db> {
     BCRYPT_COST: '10',
   } as Record<string, string>);
   const db = createDb(config.database);
-  await db.migrate.latest();
-  await seedDemo(db, config);
-  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
-  if (count < o.products) {
-    await seedCatalog(db, {
-      products: o.products - count,
-      sellers: 20,
-      batch: 1000,
-      seed: 1,
-      sellerPassword: config.seedPasswords.seller,
-      bcryptCost: config.bcryptCost,
-      onProgress: progressBar('seeding products'),
-    });
-  } else {
-    process.stderr.write(`Reusing ${count} products in ${name} (--reseed to start over)\n`);
-  }
+  await fill(db, o, config, name);
   await db.raw('ANALYZE TABLE products');
   return db;
 }
@@ -229,6 +270,9 @@ function markdown(
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.db === 'sqlite' && process.env.DATABASE_URL)
+    throw new Error('--db sqlite: unset DATABASE_URL (the service child would open MariaDB)');
+  const loadAverageAtStart = os.loadavg();
   const db = await prepareDatabase(o);
   let plans: PlanRow[];
   let app: Child | null = null;
@@ -243,11 +287,12 @@ async function main(): Promise<void> {
       'lib/server.ts',
       {
         NODE_ENV: 'production',
-        DATABASE_URL: o.databaseUrl,
+        // SQLite: no DATABASE_URL, so the service opens marketplace.sqlite in DATA_DIR.
+        ...(o.db === 'mysql' && { DATABASE_URL: o.databaseUrl }),
         JWT_SECRET: crypto.randomBytes(32).toString('hex'),
         SEED_ON_START: 'false',
         LOG_LEVEL: o.logLevel,
-        DATA_DIR: path.join(os.tmpdir(), 'mkt-bench-catalog'),
+        DATA_DIR: o.db === 'mysql' ? path.join(os.tmpdir(), 'mkt-bench-catalog') : o.dataDir,
       },
       '/health/ready',
     );
@@ -299,7 +344,7 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const outDir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(outDir, { recursive: true });
-  const file = path.join(outDir, `catalog-${stamp}.json`);
+  const file = path.join(outDir, `catalog-${o.db}-${stamp}.json`);
   const report = {
     benchmark: 'catalog',
     at: new Date().toISOString(),
@@ -310,6 +355,9 @@ async function main(): Promise<void> {
       memoryGb: Math.round(os.totalmem() / 2 ** 30),
       node: process.version,
       platform: `${os.platform()} ${os.release()}`,
+      // The machine is shared: the 1-minute load average when the run started and when it ended.
+      loadAverageAtStart,
+      loadAverageAtEnd: os.loadavg(),
     },
     results,
     bareKoaRequestsPerSecond: bare,
@@ -318,7 +366,7 @@ async function main(): Promise<void> {
   };
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(markdown(results, ratios));
-  console.log(`\nEXPLAIN (MariaDB):\n${planTable(plans)}`);
+  console.log(`\nEXPLAIN (${o.db === 'mysql' ? 'MariaDB' : 'SQLite'}):\n${planTable(plans)}`);
   console.log(`\nWritten ${path.relative(ROOT, file)}`);
 }
 

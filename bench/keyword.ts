@@ -16,7 +16,12 @@ import { loadConfig } from '../lib/config';
 import { createDb, dialect, type Db } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { likeContains } from '../lib/query-helpers';
-import { applyFilters, applySort, parseSort } from '../lib/products/product-repository';
+import {
+  applyFilters,
+  applySort,
+  createProductRepository,
+  parseSort,
+} from '../lib/products/product-repository';
 import { startService } from '../lib/server';
 import { seedDemo } from '../seeds/01_demo';
 import { seedCatalog } from '../scripts/seed-demo';
@@ -117,9 +122,23 @@ function indexList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
   return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
 }
 
+/**
+ * The list page as the service runs it (ProductRepository.page): the newest rows first (KEYWORD_WINDOW_ROWS),
+ * the index when they do not hold the page. The count is left out (the service caches it; measured above).
+ */
+function servicePage(db: Db, keyword: string): Promise<unknown> {
+  return createProductRepository(db).page(
+    null,
+    { keyword },
+    parseSort('createdAt,desc'),
+    { page: 0, size: 20 },
+    async () => Number.MAX_SAFE_INTEGER,
+  );
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function timed(build: () => Knex.QueryBuilder): Promise<number> {
+async function timed(build: () => PromiseLike<unknown>): Promise<number> {
   const started = performance.now();
   await build();
   return performance.now() - started;
@@ -131,17 +150,22 @@ async function queryLevel(db: Db, o: Options) {
     for (const count of [false, true]) {
       const scan: number[] = [];
       const index: number[] = [];
-      await scanList(db, keyword, count); // warm both once
+      const service: number[] = [];
+      await scanList(db, keyword, count); // warm each once
       await indexList(db, keyword, count);
+      if (!count) await servicePage(db, keyword);
       for (let r = 0; r < o.rounds; r++) {
         scan.push(await timed(() => scanList(db, keyword, count)));
         index.push(await timed(() => indexList(db, keyword, count)));
+        // The count takes the index path in the service too.
+        if (!count) service.push(await timed(() => servicePage(db, keyword)));
       }
       const row = {
         keyword,
         query: count ? 'count' : 'list page (20)',
         scanMedianMs: median(scan),
         indexMedianMs: median(index),
+        serviceMedianMs: count ? median(index) : median(service),
       };
       out.push(row);
       process.stderr.write(`${JSON.stringify(row)}\n`);
@@ -150,8 +174,35 @@ async function queryLevel(db: Db, o: Options) {
   return out;
 }
 
+/** The SQL the service's list page runs for `keyword` (the window query, then the index query if it falls short). */
+async function servicePageSql(
+  db: Db,
+  keyword: string,
+): Promise<Array<{ sql: string; bindings: Knex.Value[] }>> {
+  const seen: Array<{ sql: string; bindings: Knex.Value[] }> = [];
+  const listen = (q: { sql: string; bindings?: Knex.Value[] }) =>
+    seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  db.on('query', listen);
+  try {
+    await servicePage(db, keyword);
+  } finally {
+    db.off('query', listen);
+  }
+  return seen;
+}
+
 async function plan(db: Db, keyword: string): Promise<string[]> {
-  const { sql, bindings } = indexList(db, keyword, false).toSQL();
+  const out: string[] = [];
+  for (const { sql, bindings } of await servicePageSql(db, keyword)) {
+    out.push(
+      `-- ${/join \(select/i.test(sql) ? 'newest rows first' : 'index'}`,
+      ...(await explain(db, sql, bindings)),
+    );
+  }
+  return out;
+}
+
+async function explain(db: Db, sql: string, bindings: readonly Knex.Value[]): Promise<string[]> {
   if (dialect.isMysql(db)) {
     const [rows] = await db.raw(`EXPLAIN ${sql}`, bindings as Knex.Value[]);
     return (rows as Array<Record<string, unknown>>).map(
@@ -205,13 +256,14 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  const loadAverageAtStart = os.loadavg();
   const db = await prepare(o);
   let queries: Array<Record<string, unknown>>;
   let plans: Record<string, string[]>;
   try {
-    plans = Object.fromEntries(
-      await Promise.all([...KEYWORDS, 'mp'].map(async (k) => [k, await plan(db, k)] as const)),
-    );
+    // One keyword at a time: plan() listens to the queries the service's page sends.
+    plans = {};
+    for (const k of [...KEYWORDS, 'mp']) plans[k] = await plan(db, k);
     queries = await queryLevel(db, o);
   } finally {
     await db.destroy();
@@ -225,10 +277,10 @@ async function main(): Promise<void> {
   ];
   const lamp = queries.find((q) => q.keyword === 'lamp' && q.query === 'list page (20)')!;
   const ratios = {
-    'keyword list page "lamp", index median ms (query level)': {
-      value: Number(lamp.indexMedianMs),
+    'keyword list page "lamp", service median ms (query level)': {
+      value: Number(lamp.serviceMedianMs),
       target: '<= 5 ms',
-      met: Number(lamp.indexMedianMs) <= 5,
+      met: Number(lamp.serviceMedianMs) <= 5,
     },
     'keyword search p50 ms, 4 searchers, "lamp" (HTTP)': {
       value: service[0].p50Ms,
@@ -242,11 +294,11 @@ async function main(): Promise<void> {
     },
   };
   const lines = [
-    '| keyword | query | scan median ms | index median ms |',
-    '|---|---|---:|---:|',
+    '| keyword | query | scan median ms | index only median ms | service (newest rows, then index) median ms |',
+    '|---|---|---:|---:|---:|',
     ...queries.map(
       (q) =>
-        `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} |`,
+        `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} | ${Number(q.serviceMedianMs).toFixed(1)} |`,
     ),
     '',
     '| scenario | req/s | p50 ms | p99 ms | non-2xx | loop delay p99 ms | loop delay max ms |',
@@ -275,6 +327,8 @@ async function main(): Promise<void> {
       node: process.version,
       loadAverage: os.loadavg(),
     },
+    /** `machine.loadAverage` is taken at the end. */
+    loadAverageAtStart,
     queries,
     service,
     ratios,

@@ -16,6 +16,24 @@ import { routeTable, type RouteGroup } from '../routes/index';
 
 export const JSON_BODY_LIMIT = '1mb';
 
+/** The methods koa-body parses (its default); on any other it only runs its content-type checks for nothing. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+function bodyParser(): Koa.Middleware {
+  const parse = koaBody({
+    json: true,
+    jsonLimit: JSON_BODY_LIMIT,
+    jsonStrict: true,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    parsedMethods: [...BODY_METHODS] as never,
+  });
+  return function jsonBody(ctx, next) {
+    return BODY_METHODS.has(ctx.method) ? parse(ctx, next) : next();
+  };
+}
+
 export interface AppBundle {
   app: Koa;
   router: Router;
@@ -38,16 +56,7 @@ export function createApp(deps: Deps): AppBundle {
   app.use(securityHeaders());
   app.use(errorHandler(deps.logger));
   app.use(corsMiddleware(deps.config.corsOrigins));
-  app.use(
-    koaBody({
-      json: true,
-      jsonLimit: JSON_BODY_LIMIT,
-      jsonStrict: true,
-      urlencoded: false,
-      text: false,
-      multipart: false,
-    }),
-  );
+  app.use(bodyParser());
   app.use(router.routes());
   app.use(routeFallback(router));
   return { app, router, routes, services };

@@ -1,10 +1,17 @@
 // EXPLAIN of the catalogue's list queries, built by the service's own query builders (lib/products/
 // product-repository.ts), so the plans shown are the plans the endpoints get. Used by bench/catalog.ts and
-// runnable alone: `DATABASE_URL=mysql://... node --import tsx bench/lib/catalog-explain.ts`.
+// runnable alone: `DATABASE_URL=mysql://... node --import tsx bench/lib/catalog-explain.ts` (or DATA_DIR=... for SQLite).
 import { pathToFileURL } from 'node:url';
 import type { Knex } from 'knex';
 import type { Db } from '../../lib/db';
-import { applyCursor, applyFilters, applySort, parseSort } from '../../lib/products/product-repository';
+import { dialect } from '../../lib/db';
+import {
+  applyCursor,
+  applyFilters,
+  applySort,
+  keywordWindowQuery,
+  parseSort,
+} from '../../lib/products/product-repository';
 
 export interface PlanRow {
   query: string;
@@ -74,7 +81,17 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
           20,
         ),
     ],
-    // Served by product_name_trigrams (migration 20261122000013); a 1-2 character keyword keeps the scan.
+    // What the list page of a keyword runs first (product-repository.ts, KEYWORD_WINDOW_ROWS); the index
+    // query above only when the newest rows do not hold the page.
+    [
+      'list keyword, newest rows first',
+      () =>
+        keywordWindowQuery(db, null, { keyword: 'lamp' }, parseSort('createdAt,desc'), {
+          offset: 0,
+          limit: 20,
+        }),
+    ],
+    // Served by the name index (migration 20261122000013); a 1-2 character keyword keeps the scan.
     [
       'list keyword count',
       () => applyFilters(db, db('products').count({ n: '*' }), null, { keyword: 'lamp' }),
@@ -141,8 +158,18 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
     ],
   ];
   const out: PlanRow[] = [];
+  const mysql = dialect.isMysql(db);
   for (const [name, build] of queries) {
     const { sql, bindings } = build().toSQL();
+    if (!mysql) {
+      // SQLite's EXPLAIN QUERY PLAN: one line per step, no row estimates.
+      const steps = (await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as readonly Knex.Value[])) as Array<{
+        detail: string;
+      }>;
+      for (const step of steps)
+        out.push({ query: name, table: '-', type: 'plan', key: null, rows: 0, extra: step.detail });
+      continue;
+    }
     const [rows] = (await db.raw(`EXPLAIN ${sql}`, bindings as readonly Knex.Value[])) as unknown as [
       Array<Record<string, unknown>>,
     ];
@@ -169,10 +196,9 @@ export function planTable(plans: PlanRow[]): string {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { loadConfig } = await import('../../lib/config');
-  const { createDb, dialect } = await import('../../lib/db');
+  const { createDb } = await import('../../lib/db');
   const db = createDb(loadConfig().database);
   try {
-    if (!dialect.isMysql(db)) throw new Error('EXPLAIN plans are for MariaDB/MySQL: set DATABASE_URL');
     console.log(planTable(await explainCatalog(db)));
   } finally {
     await db.destroy();

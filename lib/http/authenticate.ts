@@ -22,29 +22,41 @@ export function bearerToken(ctx: Context): string | null {
 /**
  * Sets `ctx.state.auth` to the caller (or null on a public route without a token). `ignoreBearer` public routes
  * (signup, login, refresh, logout) never look at the header, so a stale access token cannot block a refresh.
+ * Returns a promise only when a token has to be checked: a public request without one costs no async step.
  */
+export function admitCaller(
+  requirement: AuthRequirement,
+  tokens: TokenService,
+  ctx: Context,
+  ignoreBearer = false,
+): Promise<void> | void {
+  if (ignoreBearer && requirement === 'public') {
+    ctx.state.auth = null;
+    return;
+  }
+  const token = bearerToken(ctx);
+  if (!token) {
+    if (requirement !== 'public')
+      throw new UnauthenticatedError('UNAUTHENTICATED', 'Authentication is required');
+    ctx.state.auth = null;
+    return;
+  }
+  return tokens.authenticate(token).then((auth) => {
+    if (Array.isArray(requirement) && !requirement.includes(auth.role)) {
+      throw new ForbiddenError(`This operation requires the role ${requirement.join(' or ')}`);
+    }
+    ctx.state.auth = auth;
+  });
+}
+
+/** `admitCaller` as a middleware. */
 export function authenticate(
   requirement: AuthRequirement,
   tokens: TokenService,
   options: { ignoreBearer?: boolean } = {},
 ): Middleware {
   return async function authenticateMiddleware(ctx, next) {
-    if (options.ignoreBearer && requirement === 'public') {
-      ctx.state.auth = null;
-      return next();
-    }
-    const token = bearerToken(ctx);
-    if (!token) {
-      if (requirement !== 'public')
-        throw new UnauthenticatedError('UNAUTHENTICATED', 'Authentication is required');
-      ctx.state.auth = null;
-      return next();
-    }
-    const auth = await tokens.authenticate(token);
-    if (Array.isArray(requirement) && !requirement.includes(auth.role)) {
-      throw new ForbiddenError(`This operation requires the role ${requirement.join(' or ')}`);
-    }
-    ctx.state.auth = auth;
+    await admitCaller(requirement, tokens, ctx, options.ignoreBearer);
     return next();
   };
 }

@@ -27,6 +27,8 @@ export function originMatcher(patterns: string[]): (origin: string) => boolean {
   };
 }
 
+const API_PATH = /^\/api\//i;
+
 export function corsMiddleware(allowedOrigins: string[]): Middleware {
   const isAllowed = originMatcher(allowedOrigins);
   const koaCors = cors({
@@ -41,9 +43,14 @@ export function corsMiddleware(allowedOrigins: string[]): Middleware {
     maxAge: CORS_MAX_AGE_SECONDS,
     keepHeadersOnError: true,
   });
-  return async function corsForApi(ctx, next) {
-    if (!/^\/api\//i.test(ctx.path)) return next(); // case-insensitive, as the router matches
+  return function corsForApi(ctx, next) {
+    if (!API_PATH.test(ctx.path)) return next(); // case-insensitive, as the router matches
     const origin = ctx.get('Origin');
+    if (origin === '') {
+      // What @koa/cors does without an Origin (most requests: not from a browser, or same-origin GETs).
+      ctx.vary('Origin');
+      return next();
+    }
     const preflight =
       ctx.method === 'OPTIONS' && origin !== '' && ctx.get('Access-Control-Request-Method') !== '';
     if (preflight && !isAllowed(origin)) {

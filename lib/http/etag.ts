@@ -57,6 +57,7 @@ export function sendCachedDocument(ctx: Context, document: CachedDocument, polic
     return;
   }
   ctx.status = 200;
-  ctx.type = 'application/json';
+  // The full header value (what `ctx.type = 'application/json'` produces) without a mime lookup per request.
+  ctx.set('Content-Type', 'application/json; charset=utf-8');
   ctx.body = document.json;
 }

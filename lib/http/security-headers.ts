@@ -22,7 +22,7 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
 const DOCS_PATH = /^\/docs(\/|$)/i;
 
 export function securityHeaders(): Middleware {
-  return async function securityHeadersMiddleware(ctx, next) {
+  return function securityHeadersMiddleware(ctx, next) {
     ctx.set('X-Content-Type-Options', 'nosniff');
     if (DOCS_PATH.test(ctx.path)) {
       ctx.set('Content-Security-Policy', DOCS_CONTENT_SECURITY_POLICY);

@@ -103,12 +103,30 @@ function isPlainObject(value: unknown): boolean {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** Validates and casts `value`; throws ValidationError (400) naming each bad field. */
-export async function validate<S extends yup.ISchema<unknown>>(
+/**
+ * Schemas found to hold an asynchronous test: yup's validateSync refuses them, so they take the async path.
+ * Decided once per schema (none of this service's schemas has one today; the fallback keeps it correct if one
+ * is added).
+ */
+const ASYNC_SCHEMAS = new WeakSet<object>();
+const ASYNC_TEST = /returned a Promise during a synchronous validate/;
+
+function toValidationError(err: unknown, where: Where): unknown {
+  if (!(err instanceof yup.ValidationError)) return err;
+  const prefix = where === 'body' ? '' : `${where}.`;
+  return new ValidationError(`Invalid request ${where}`, fieldErrors(err, prefix));
+}
+
+/**
+ * Validates and casts `value`; throws ValidationError (400) naming each bad field. Synchronous (yup's
+ * validateSync: no promise per field and test) unless the schema has an asynchronous test, when the result is
+ * a promise.
+ */
+export function validateInput<S extends yup.ISchema<unknown>>(
   schema: S,
   value: unknown,
   where: Where,
-): Promise<yup.InferType<S>> {
+): yup.InferType<S> | Promise<yup.InferType<S>> {
   const shape = schema as unknown as SchemaShape;
   if (shape.type === 'object' && !isPlainObject(value)) {
     throw new ValidationError(`Request ${where} must be a JSON object`, [
@@ -118,15 +136,64 @@ export async function validate<S extends yup.ISchema<unknown>>(
   const refused: FieldError[] = [];
   const prepared = prepare(shape, value, where, where === 'body' ? '' : where, refused);
   if (refused.length > 0) throw new ValidationError(`Invalid request ${where}`, refused);
-  try {
-    return (await schema.validate(prepared, { abortEarly: false, stripUnknown: false })) as yup.InferType<S>;
-  } catch (err) {
-    if (err instanceof yup.ValidationError) {
-      const prefix = where === 'body' ? '' : `${where}.`;
-      throw new ValidationError(`Invalid request ${where}`, fieldErrors(err, prefix));
+  const options = { abortEarly: false, stripUnknown: false };
+  if (!ASYNC_SCHEMAS.has(schema)) {
+    try {
+      return (schema as unknown as yup.Schema<unknown>).validateSync(prepared, options) as yup.InferType<S>;
+    } catch (err) {
+      if (!(err instanceof Error) || err instanceof yup.ValidationError || !ASYNC_TEST.test(err.message))
+        throw toValidationError(err, where);
+      ASYNC_SCHEMAS.add(schema);
     }
-    throw err;
   }
+  return (schema.validate(prepared, options) as Promise<yup.InferType<S>>).catch((err: unknown) => {
+    throw toValidationError(err, where);
+  });
+}
+
+/** Entries each schema's memo keeps before it starts over (a flood of distinct values cannot grow it). */
+export const TEXT_MEMO_MAX_ENTRIES = 1_000;
+const textMemos = new WeakMap<object, Map<string, unknown>>();
+
+function copyOf(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(copyOf);
+  if (value instanceof Date) return new Date(value.getTime());
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) out[key] = copyOf(inner);
+  return out;
+}
+
+/**
+ * `validateInput` for a path, query or header input (text only, so its JSON is an exact key). The schemas are
+ * pure functions of the value (no conditions, no context, no clock), so a value validated once is not
+ * validated again: a cached GET's path parameter or If-None-Match costs a lookup and a copy (handlers get
+ * their own object). Only successes are kept; a bad value takes the full path each time.
+ */
+export function validateText<S extends yup.ISchema<unknown>>(
+  schema: S,
+  value: unknown,
+  where: Exclude<Where, 'body'>,
+): yup.InferType<S> | Promise<yup.InferType<S>> {
+  let memo = textMemos.get(schema);
+  if (!memo) textMemos.set(schema, (memo = new Map()));
+  const key = JSON.stringify(value);
+  const known = memo.get(key);
+  if (known !== undefined) return copyOf(known) as yup.InferType<S>;
+  const result = validateInput(schema, value, where);
+  if (result instanceof Promise) return result;
+  if (memo.size >= TEXT_MEMO_MAX_ENTRIES) memo.clear();
+  memo.set(key, copyOf(result));
+  return result;
+}
+
+/** `validateInput`, always as a promise. */
+export async function validate<S extends yup.ISchema<unknown>>(
+  schema: S,
+  value: unknown,
+  where: Where,
+): Promise<yup.InferType<S>> {
+  return validateInput(schema, value, where);
 }
 
 /**

@@ -64,6 +64,11 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
       ]);
     }
   }
+  return applyKeywordCheck(q, keyword, mysql);
+}
+
+/** The exact predicate of the keyword filter alone (what decides a match; the index only narrows). */
+export function applyKeywordCheck(q: Knex.QueryBuilder, keyword: string, mysql: boolean): Knex.QueryBuilder {
   const binary = mysql ? ' COLLATE utf8mb4_bin' : '';
-  return q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [likeContains(lowered)]);
+  return q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [likeContains(keyword.toLowerCase())]);
 }
