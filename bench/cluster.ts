@@ -32,6 +32,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { prepareDatabase } from '../lib/server';
+import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, type Child } from './lib/processes';
 
 type Scenario = 'hot' | 'spread' | 'get';
@@ -79,15 +80,6 @@ interface Measurement {
   ordersPerCommit?: number;
   oversell?: boolean;
   conserved?: boolean;
-}
-
-async function withAdmin<T>(fn: (admin: Knex) => Promise<T>): Promise<T> {
-  const admin = knexFactory({ client: 'mysql2', connection: MYSQL });
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.destroy();
-  }
 }
 
 async function seed(db: Knex): Promise<Fixture> {
@@ -290,43 +282,9 @@ function run(
  * reads could see an order's items without its stock deduction.
  */
 async function checkStock(db: Knex, fixture: Fixture): Promise<{ oversell: boolean; conserved: boolean }> {
-  return db.transaction(
-    async (trx) => {
-      const sold = new Map(
-        (
-          (await trx('order_items')
-            .groupBy('product_id')
-            .select('product_id')
-            .sum({ n: 'quantity' })) as Array<{
-            product_id: number;
-            n: string | number;
-          }>
-        ).map((row) => [row.product_id, Number(row.n)]),
-      );
-      const rows = (await trx('products').select('id', 'stock_quantity', 'sales_count')) as Array<{
-        id: number;
-        stock_quantity: number;
-        sales_count: number;
-      }>;
-      let oversell = false;
-      let conserved = true;
-      for (const row of rows) {
-        const units = sold.get(row.id) ?? 0;
-        if (row.stock_quantity < 0) oversell = true;
-        if (row.stock_quantity + units !== fixture.initial.get(row.id) || row.sales_count !== units)
-          conserved = false;
-      }
-      return { oversell, conserved };
-    },
-    { isolationLevel: 'repeatable read' },
-  );
+  return db.transaction((trx) => checkBooks(trx, fixture.initial), { isolationLevel: 'repeatable read' });
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length === 0 ? NaN : sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const loadavg = () => os.loadavg().map(round2);
 
@@ -405,7 +363,7 @@ async function main(): Promise<void> {
   );
   const name = `mkt_bench_cluster_${process.pid}`;
   const url = `${MYSQL}/${name}`;
-  await withAdmin((admin) =>
+  await withAdmin(MYSQL, (admin) =>
     admin.raw(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`),
   );
   const config = loadConfig({
@@ -472,7 +430,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await db.destroy();
-    await withAdmin((admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
+    await withAdmin(MYSQL, (admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
   }
 
   const summary = summarise(results);

@@ -24,6 +24,7 @@ import knexFactory, { type Knex } from 'knex';
 import { createTokenService } from '../lib/auth/tokens';
 import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
+import { checkBooks, median, withAdmin } from './lib/books';
 
 type Mode = 'actor' | 'transactional';
 type Scenario = 'hot' | 'spread' | 'cart';
@@ -76,15 +77,6 @@ const address = {
   receiverName: 'Bench',
   receiverPhone: '000',
 };
-
-async function withAdmin<T>(fn: (admin: Knex) => Promise<T>): Promise<T> {
-  const admin = knexFactory({ client: 'mysql2', connection: MYSQL });
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.destroy();
-  }
-}
 
 /** Where one run's server keeps its data: a fresh MariaDB database, or a fresh SQLite file. */
 type Target = { client: 'mysql'; url: string } | { client: 'sqlite'; dataDir: string };
@@ -337,36 +329,11 @@ async function load(port: number, fixture: Fixture, scenario: Scenario) {
   };
 }
 
-async function checkStock(db: Knex, fixture: Fixture): Promise<{ oversell: boolean; conserved: boolean }> {
-  const sold = new Map(
-    (
-      (await db('order_items').groupBy('product_id').select('product_id').sum({ n: 'quantity' })) as Array<{
-        product_id: number;
-        n: string | number;
-      }>
-    ).map((row) => [row.product_id, Number(row.n)]),
-  );
-  const rows = (await db('products').select('id', 'stock_quantity', 'sales_count')) as Array<{
-    id: number;
-    stock_quantity: number;
-    sales_count: number;
-  }>;
-  let oversell = false;
-  let conserved = true;
-  for (const row of rows) {
-    const units = sold.get(row.id) ?? 0;
-    if (row.stock_quantity < 0) oversell = true;
-    if (row.stock_quantity + units !== fixture.initial.get(row.id) || row.sales_count !== units)
-      conserved = false;
-  }
-  return { oversell, conserved };
-}
-
 async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
   const name = `mkt_bench_${process.pid}_${round}_${mode}`;
   let target: Target;
   if (DB === 'mysql') {
-    await withAdmin((admin) =>
+    await withAdmin(MYSQL, (admin) =>
       admin.raw(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`),
     );
     target = { client: 'mysql', url: `${MYSQL}/${name}` };
@@ -387,7 +354,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
     for (const scenario of SCENARIOS) {
       process.stdout.write(`round ${round} ${mode} ${scenario} ... `);
       const measured = await load(port, fixture, scenario);
-      const stock = await checkStock(db, fixture);
+      const stock = await checkBooks(db, fixture.initial);
       results.push({ round, mode, scenario, ...measured, ...stock });
       process.stdout.write(
         `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
@@ -398,17 +365,11 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
     await new Promise((resolve) => child.once('exit', resolve));
     await db.destroy();
     if (target.client === 'mysql')
-      await withAdmin((admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
+      await withAdmin(MYSQL, (admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
     else fs.rmSync(target.dataDir, { recursive: true, force: true });
   }
   return results;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
 
 type Ratios = Record<string, { value: number; target: string; met: boolean }>;
 
