@@ -77,8 +77,9 @@ export function fromWireError(wire: WireError): AppError {
     case 503:
       // The caller keeps its Idempotency-Key claim on this one (the orders may exist): same class needed.
       if (wire.code === 'COMMIT_OUTCOME_UNKNOWN') {
-        const why = wire.message.replace(/; retry with the same Idempotency-Key to learn the outcome$/, '');
-        return new CommitOutcomeUnknownError(retryAfter(wire) ?? 1, why);
+        const error = new CommitOutcomeUnknownError(retryAfter(wire) ?? 1);
+        error.message = wire.message; // the owner's words, whatever the cause it named
+        return error;
       }
       return new ServiceUnavailableError(wire.message, retryAfter(wire));
     default:
