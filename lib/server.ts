@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   }
   const dbName = config.database.client === 'sqlite' ? `SQLite ${config.database.filename}` : 'MySQL';
   const clusterNote = config.cluster
-    ? `, cluster ${config.cluster.prefix} as ${config.cluster.instanceId} with ${service.bundle.services.clusterShards()} of ${config.cluster.shards} shards`
+    ? `, cluster ${config.cluster.prefix} as ${config.cluster.instanceId} with ${service.bundle.services.cluster?.ownedShards().length ?? 0} of ${config.cluster.shards} shards`
     : '';
   log.info(
     `Listening on ${config.host}:${(service.server.address() as { port: number }).port} (${dbName}${clusterNote})`,

@@ -148,8 +148,6 @@ export function createServices(deps: Deps) {
     pruner,
     /** The cluster this instance joined (null outside cluster mode). */
     cluster: deps.cluster ?? null,
-    /** Shards this instance serves now (0 outside cluster mode). */
-    clusterShards: () => deps.cluster?.ownedShards().length ?? 0,
     /** Starts background work (actors, dispatchers) once the database is migrated. */
     async start(): Promise<void> {
       await images.sweepStaleUploads();

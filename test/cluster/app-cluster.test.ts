@@ -34,9 +34,9 @@ async function twoInstances(): Promise<World> {
   const second = await startInstance({ database, prefix }, 'b');
   const apps = [first, second];
   await until(
-    () => apps.every((app) => app.bundle.services.clusterShards() === 8),
+    () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 8),
     5000,
-    () => apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+    () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
   );
   return {
     database,
@@ -222,7 +222,7 @@ natsTest('a shard handed to a joining instance takes its idle actors off the old
           6,
         ),
       5000,
-      () => world.apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+      () => world.apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
     );
     for (const [index, productId] of products.entries()) {
       const placed = await order(world.apps[index % 3], world.buyer, productId, 1);

@@ -36,9 +36,9 @@ natsTest(
     apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
     const [owner, caller] = apps;
     await until(
-      () => apps.every((app) => app.bundle.services.clusterShards() === 4),
+      () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
       5000,
-      () => apps.map((app) => app.bundle.services.clusterShards()).join(' / '),
+      () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
     );
     const seller = await createMember(owner, 'SELLER');
     const buyer = await createMember(owner, 'BUYER');
