@@ -32,6 +32,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { prepareDatabase } from '../lib/server';
+import { groupCommitBatches } from './lib/metrics';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, type Child } from './lib/processes';
 
@@ -218,17 +219,6 @@ async function stopCluster(cluster: { children: Child[]; prefix: string }): Prom
   await destroyClusterBuckets(NATS_URL, cluster.prefix).catch(() => undefined);
 }
 
-/** Sum and count of the group-commit batch-size histogram over every instance. */
-async function batches(urls: string[]): Promise<{ sum: number; count: number }> {
-  const total = { sum: 0, count: 0 };
-  for (const url of urls) {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    total.sum += Number(/^marketplace_group_commit_batch_size_sum (\S+)$/m.exec(text)?.[1] ?? 0);
-    total.count += Number(/^marketplace_group_commit_batch_size_count (\S+)$/m.exec(text)?.[1] ?? 0);
-  }
-  return total;
-}
-
 const address = {
   zipCode: '00000',
   address: 'Bench road 1',
@@ -387,10 +377,10 @@ async function main(): Promise<void> {
             process.stdout.write(`round ${round}, ${count} instance(s), ${scenario} ... `);
             if (WARMUP > 0) await run(urls, fixture, scenario, WARMUP);
             const loadavgBefore = loadavg();
-            const before = await batches(urls);
+            const before = await groupCommitBatches(urls);
             const r = await run(urls, fixture, scenario, DURATION);
             const loadavgAfter = loadavg();
-            const after = await batches(urls);
+            const after = await groupCommitBatches(urls);
             const commits = after.count - before.count;
             const statuses = Object.fromEntries(
               Object.entries(r.statusCodeStats ?? {}).map(([status, s]) => [status, s.count ?? 0]),

@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import autocannon from 'autocannon';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +26,7 @@ import { createTokenService } from '../lib/auth/tokens';
 import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { checkBooks, median, withAdmin } from './lib/books';
+import { groupCommitBatches } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
 type Scenario = 'hot' | 'spread' | 'cart';
@@ -66,6 +68,10 @@ interface RunResult {
   refused: number;
   errors: number;
   errorSamples: string[];
+  /** The server process's CPU time (user + system) over the measured window per 201, in microseconds. */
+  serverCpuUsPerOrder: number;
+  /** Requests per group-commit transaction (actor mode; null in transactional mode). */
+  ordersPerCommit: number | null;
   oversell: boolean;
   conserved: boolean;
 }
@@ -156,37 +162,6 @@ function get(url: string): Promise<number> {
   });
 }
 
-function post(
-  agent: http.Agent,
-  port: number,
-  token: string,
-  body: string,
-): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/api/v1/orders',
-        headers: {
-          Authorization: `Bearer ${token}`,
-          'Content-Type': 'application/json',
-          'Content-Length': Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 interface Fixture {
   tokens: string[];
   hot: number;
@@ -264,19 +239,21 @@ async function seed(db: Knex, target: Target): Promise<Fixture> {
   };
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+/** The server process's CPU time so far (user + system), in microseconds, from Linux /proc. */
+function cpuMicros(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-async function load(port: number, fixture: Fixture, scenario: Scenario) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const latencies: number[] = [];
-  let errors = 0;
-  let refused = 0;
-  const errorSamples: string[] = [];
-  let measuring = false;
-  let stop = false;
+/**
+ * One scenario against the server: CONCURRENCY keep-alive connections (autocannon, in this process), each
+ * one buyer with its own token, warmed up, then measured. Besides orders/s and latency it records the
+ * server's CPU per order over the measured window, which depends far less on the machine's load than the
+ * rate does.
+ */
+async function load(server: { port: number; pid: number }, fixture: Fixture, scenario: Scenario) {
+  let connection = 0;
   const pick = () => fixture.spread[Math.floor(Math.random() * fixture.spread.length)];
   const items = (): Array<{ productId: number; quantity: number }> => {
     if (scenario === 'hot') return [{ productId: fixture.hot, quantity: 1 }];
@@ -285,47 +262,56 @@ async function load(port: number, fixture: Fixture, scenario: Scenario) {
     while (set.size < 3) set.add(pick());
     return [...set].map((productId) => ({ productId, quantity: 1 }));
   };
-  const worker = async (n: number) => {
-    while (!stop) {
-      const body = JSON.stringify({ orderItems: items(), shippingAddress: address });
-      const started = performance.now();
-      let status = 0;
-      let sample = '';
-      try {
-        const res = await post(agent, port, fixture.tokens[n], body);
-        status = res.status;
-        if (status !== 201) sample = `${res.status} ${res.text.slice(0, 200)}`;
-      } catch (err) {
-        sample = (err as Error).message;
-      }
-      if (!measuring) continue;
-      if (status >= 200 && status < 300) latencies.push(performance.now() - started);
-      else if (status === 409) refused++;
-      else {
-        errors++;
-        if (errorSamples.length < 5) errorSamples.push(sample);
-      }
-    }
-  };
-  const workers = Array.from({ length: CONCURRENCY }, (_, n) => worker(n));
-  await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
-  measuring = true;
-  const started = performance.now();
-  await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
-  measuring = false;
-  const elapsed = (performance.now() - started) / 1000;
-  stop = true;
-  await Promise.all(workers);
-  agent.destroy();
-  latencies.sort((a, b) => a - b);
+  const run = (ms: number) =>
+    autocannon({
+      url: `http://127.0.0.1:${server.port}`,
+      connections: CONCURRENCY,
+      duration: ms / 1000,
+      timeout: 120,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/orders',
+          setupRequest: (req, context: { token?: string }) => {
+            context.token ??= fixture.tokens[connection++ % fixture.tokens.length];
+            return {
+              ...req,
+              headers: { Authorization: `Bearer ${context.token}`, 'Content-Type': 'application/json' },
+              body: JSON.stringify({ orderItems: items(), shippingAddress: address }),
+            };
+          },
+        },
+      ],
+    });
+  const url = `http://127.0.0.1:${server.port}`;
+  await run(WARMUP_MS);
+  const batchesBefore = await groupCommitBatches([url]);
+  const cpuBefore = cpuMicros(server.pid);
+  const result = await run(DURATION_MS);
+  const cpu = cpuMicros(server.pid) - cpuBefore;
+  const batchesAfter = await groupCommitBatches([url]);
+  const commits = batchesAfter.count - batchesBefore.count;
+  const statuses = (result.statusCodeStats ?? {}) as Record<string, { count: number }>;
+  const count = (code: string) => statuses[code]?.count ?? 0;
+  const created = count('201');
+  const refused = count('409');
+  const answered = Object.values(statuses).reduce((total, s) => total + s.count, 0);
+  const errors = answered - created - refused + result.errors + result.timeouts;
+  const errorSamples = Object.keys(statuses)
+    .filter((code) => code !== '201' && code !== '409')
+    .map((code) => `${code} x ${count(code)}`);
   return {
-    ordersPerSecond: Math.round(latencies.length / elapsed),
-    p50Ms: Number(percentile(latencies, 50).toFixed(1)),
-    p99Ms: Number(percentile(latencies, 99).toFixed(1)),
-    requests: latencies.length + refused + errors,
+    ordersPerSecond: Math.round(created / (DURATION_MS / 1000)),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    requests: answered,
     refused,
     errors,
     errorSamples,
+    serverCpuUsPerOrder: created > 0 ? Math.round(cpu / created) : 0,
+    // actor mode only: requests per group-commit transaction over the measured window
+    ordersPerCommit:
+      commits > 0 ? Number(((batchesAfter.sum - batchesBefore.sum) / commits).toFixed(1)) : null,
   };
 }
 
@@ -341,6 +327,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
     target = { client: 'sqlite', dataDir: fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`)) };
   }
   const { child, port } = await startServer(target, mode);
+  const server = { port, pid: child.pid! };
   const db = knexFactory(
     knexConfig(
       target.client === 'mysql'
@@ -353,11 +340,15 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
     const fixture = await seed(db, target);
     for (const scenario of SCENARIOS) {
       process.stdout.write(`round ${round} ${mode} ${scenario} ... `);
-      const measured = await load(port, fixture, scenario);
-      const stock = await checkBooks(db, fixture.initial);
+      const measured = await load(server, fixture, scenario);
+      // One snapshot (InnoDB REPEATABLE READ; a SQLite read transaction): orders still in flight when the
+      // generator stopped may commit meanwhile, and separate reads could see an order's items without its deduction.
+      const stock = await db.transaction((trx) => checkBooks(trx, fixture.initial), {
+        ...(target.client === 'mysql' && { isolationLevel: 'repeatable read' as const }),
+      });
       results.push({ round, mode, scenario, ...measured, ...stock });
       process.stdout.write(
-        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
+        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order, ${measured.ordersPerCommit ?? '-'} orders/commit, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
       );
     }
   } finally {
@@ -390,6 +381,15 @@ function ratiosOf(results: RunResult[]): Ratios {
       met: value >= TARGETS[scenario],
     };
   }
+  // Issue 13: the service's CPU per order in actor mode, ~1 ms before the issue, target <= 0.4 ms.
+  for (const scenario of SCENARIOS) {
+    const cpu = results
+      .filter((r) => r.scenario === scenario && r.mode === 'actor')
+      .map((r) => r.serverCpuUsPerOrder);
+    if (cpu.length === 0) continue;
+    const value = Math.round(median(cpu));
+    ratios[`${scenario}: server CPU per order, actor (us)`] = { value, target: '<= 400', met: value <= 400 };
+  }
   const oversold = results.filter((r) => r.oversell || !r.conserved).length;
   ratios['runs with oversell or unconserved stock'] = { value: oversold, target: '0', met: oversold === 0 };
   return ratios;
@@ -397,8 +397,8 @@ function ratiosOf(results: RunResult[]): Ratios {
 
 function table(results: RunResult[], ratios: Ratios): string {
   const lines = [
-    `| scenario | mode | orders/s (median) | p50 ms | p99 ms | refused | errors | oversell | runs |`,
-    `|---|---|---|---|---|---|---|---|---|`,
+    `| scenario | mode | orders/s (median) | p50 ms | p99 ms | server CPU us/order | refused | errors | oversell | runs |`,
+    `|---|---|---|---|---|---|---|---|---|---|`,
   ];
   for (const scenario of SCENARIOS) {
     for (const mode of MODES) {
@@ -406,7 +406,7 @@ function table(results: RunResult[], ratios: Ratios): string {
       if (runs.length === 0) continue;
       const sum = (pick: (r: RunResult) => number) => runs.reduce((total, r) => total + pick(r), 0);
       lines.push(
-        `| ${scenario} | ${mode} | ${Math.round(median(runs.map((r) => r.ordersPerSecond)))} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${sum((r) => r.refused)} | ${sum((r) => r.errors)} | ${
+        `| ${scenario} | ${mode} | ${Math.round(median(runs.map((r) => r.ordersPerSecond)))} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${Math.round(median(runs.map((r) => r.serverCpuUsPerOrder)))} | ${sum((r) => r.refused)} | ${sum((r) => r.errors)} | ${
           runs.some((r) => r.oversell || !r.conserved) ? '**YES**' : 'none'
         } | ${runs.length} |`,
       );
@@ -415,7 +415,7 @@ function table(results: RunResult[], ratios: Ratios): string {
   lines.push('', '| ratio | value | target | met |', '|---|---|---|---|');
   for (const [name, r] of Object.entries(ratios))
     lines.push(
-      `| ${name} | ${r.value}${name.includes('/') ? 'x' : ''} | ${r.target} | ${r.met ? 'yes' : '**no**'} |`,
+      `| ${name} | ${r.value}${name.includes('/ transactional') ? 'x' : ''} | ${r.target} | ${r.met ? 'yes' : '**no**'} |`,
     );
   return lines.join('\n');
 }
