@@ -6,7 +6,7 @@
 // the cluster's buckets and drops the database.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import knexFactory, { type Knex } from 'knex';
@@ -50,6 +50,8 @@ export interface WorldOptions {
   instances?: number;
   /** Extra environment for every instance (e.g. CLUSTER_SHARDS). */
   env?: Record<string, string>;
+  /** The NATS the instances join: a private server for a test that stops it; the shared one by default. */
+  natsUrl?: string;
 }
 
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
@@ -104,11 +106,12 @@ function send<T>(
 export async function startClusterWorld(label: string, options: WorldOptions = {}) {
   const count = options.instances ?? 3;
   const prefix = uniquePrefix(label);
+  const natsUrl = options.natsUrl ?? NATS_URL;
   const database: TestDatabase = await createTestDatabase('mysql');
   const env: Record<string, string> = {
     ...database.env,
     JWT_SECRET,
-    NATS_URL,
+    NATS_URL: natsUrl,
     CLUSTER_PREFIX: prefix,
     MIGRATE_ON_START: 'false',
     ...options.env,
@@ -247,14 +250,21 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
         .filter((line) => /Lease \S+ lost: /.test(line));
     },
 
-    /** shard -> CLUSTER_INSTANCE_ID of its lease holder, read from the cluster's KV bucket. */
+    /**
+     * shard -> CLUSTER_INSTANCE_ID of its lease holder, read from the cluster's KV bucket; none while the
+     * bucket is missing (after a NATS restart, until an instance creates it again).
+     */
     async owners(): Promise<Map<number, string>> {
-      const nc = await connect({ servers: NATS_URL });
+      const nc = await connect({ servers: natsUrl });
       try {
         const bucket = bucketNames(prefix).shards;
         const kv = await new Kvm(nc).open(bucket);
         const owners = new Map<number, string>();
-        for (const key of await liveKeys(await jetstreamManager(nc), bucket)) {
+        const keys = await liveKeys(await jetstreamManager(nc), bucket).catch((err: unknown) => {
+          if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return [];
+          throw err;
+        });
+        for (const key of keys) {
           const entry = await kv.get(key);
           const shard = shardFromKey(key);
           if (shard === null || !entry || entry.operation !== 'PUT') continue;
@@ -350,7 +360,7 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
     async close(): Promise<void> {
       await Promise.allSettled(running().map((i) => stop(i, 'SIGKILL')));
       await db.destroy().catch(() => undefined);
-      await destroyClusterBuckets(NATS_URL, prefix).catch(() => undefined);
+      await destroyClusterBuckets(natsUrl, prefix).catch(() => undefined);
       await database.drop();
     },
   };
