@@ -1,9 +1,9 @@
 // Several real server processes (`node --import tsx lib/server.ts`, as `npm start` runs it) on one private
 // MariaDB database and one private cluster prefix, as a deployment behind a load balancer runs them. The
-// test process migrates the database once, makes its data straight in it (members, categories, products),
-// signs tokens with the instances' own secret, and talks to the instances over HTTP; every response is held
-// against the served OpenAPI document. Cleanup kills every child (also when the test process dies), deletes
-// the cluster's buckets and drops the database.
+// test process migrates the database once, makes its data straight in it (members, categories, products,
+// with the factories of test/helpers), signs tokens with the instances' own secret, and talks to the
+// instances over HTTP; every response is held against the served OpenAPI document. Cleanup kills every
+// child (also when the test process dies), deletes the cluster's buckets and drops the database.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
@@ -11,7 +11,6 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import knexFactory, { type Knex } from 'knex';
 import { createApp } from '../../lib/app';
-import { hashPassword } from '../../lib/auth/passwords';
 import { createTokenService } from '../../lib/auth/tokens';
 import { bucketNames, destroyClusterBuckets } from '../../lib/cluster/cluster';
 import { liveKeys } from '../../lib/cluster/lease-table';
@@ -21,6 +20,13 @@ import { knexConfig } from '../../lib/db';
 import { prepareDatabase } from '../../lib/server';
 import { buildServedDocument } from '../../routes/docs';
 import { createContract, type Contract } from '../helpers/contract';
+import {
+  createCategory,
+  createMember,
+  createProduct,
+  type DataTarget,
+  type TestMember,
+} from '../helpers/factories';
 import {
   createTestDatabase,
   testConfig,
@@ -38,13 +44,7 @@ export interface Instance {
   process: ServerProcess | null;
 }
 
-export interface WorldMember {
-  id: number;
-  email: string;
-  password: string;
-  role: Role;
-  token: string;
-}
+export type WorldMember = TestMember;
 
 export interface WorldOptions {
   instances?: number;
@@ -118,7 +118,8 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
   };
   const config = testConfig(env);
   const db: Knex = knexFactory(knexConfig(config.database));
-  const tokens = createTokenService(config.jwt);
+  // Members, categories and products are made straight in the database, with the instances' token secret.
+  const target: DataTarget = { db, tokens: createTokenService(config.jwt), bcryptCost: config.bcryptCost };
   const instances: Instance[] = Array.from({ length: count }, (_, i) => ({
     name: `${label}-${String.fromCharCode(97 + i)}`,
     process: null,
@@ -276,55 +277,22 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
       }
     },
 
-    async member(role: Role, password = 'Password-123'): Promise<WorldMember> {
-      const email = `${role.toLowerCase()}-${crypto.randomBytes(5).toString('hex')}@cluster.test`;
-      const now = new Date();
-      const [id] = await db('members').insert({
-        email,
-        password_hash: await hashPassword(password, config.bcryptCost),
-        name: `Cluster ${role}`,
-        phone: '010-1234-5678',
-        role,
-        business_number: role === 'SELLER' ? '111-22-33333' : null,
-        created_at: now,
-        updated_at: now,
-      });
-      const token = tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 });
-      return { id: Number(id), email, password, role, token };
-    },
+    member: (role: Role, password = 'Password-123'): Promise<WorldMember> =>
+      createMember(target, role, { password }),
 
-    async category(name = `Category ${crypto.randomBytes(4).toString('hex')}`): Promise<number> {
-      const [id] = await db('categories').insert({
-        name,
-        name_key: name.toLowerCase(),
-        parent_key: 0,
-        parent_id: null,
-        display_order: 0,
-        created_at: new Date(),
-      });
-      return Number(id);
-    },
+    category: (name?: string): Promise<number> => createCategory(target, name),
 
-    async product(
+    product: (
       sellerId: number,
       categoryId: number,
       fields: { name?: string; price?: string; stock?: number } = {},
-    ): Promise<number> {
-      const now = new Date();
-      const [id] = await db('products').insert({
-        seller_id: sellerId,
-        category_id: categoryId,
-        name: fields.name ?? `Product ${crypto.randomBytes(4).toString('hex')}`,
-        description: 'Made by a cluster test',
-        price: fields.price ?? '10.00',
-        stock_quantity: fields.stock ?? 1000,
-        status: 'ON_SALE',
-        sales_count: 0,
-        created_at: now,
-        updated_at: now,
-      });
-      return Number(id);
-    },
+    ): Promise<number> =>
+      createProduct(target, sellerId, {
+        categoryId,
+        name: fields.name,
+        price: fields.price,
+        stockQuantity: fields.stock ?? 1000,
+      }),
 
     /**
      * Waits until every shard is held by exactly one running instance, each within its fair share
