@@ -1,17 +1,16 @@
 // Several real server processes (`node --import tsx lib/server.ts`, as `npm start` runs it) on one private
 // MariaDB database and one private cluster prefix, as a deployment behind a load balancer runs them. The
-// test process migrates the database once, makes its data straight in it (members, categories, products),
-// signs tokens with the instances' own secret, and talks to the instances over HTTP; every response is held
-// against the served OpenAPI document. Cleanup kills every child (also when the test process dies), deletes
-// the cluster's buckets and drops the database.
+// test process migrates the database once, makes its data straight in it (members, categories, products,
+// with the factories of test/helpers), signs tokens with the instances' own secret, and talks to the
+// instances over HTTP; every response is held against the served OpenAPI document. Cleanup kills every
+// child (also when the test process dies), deletes the cluster's buckets and drops the database.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import knexFactory, { type Knex } from 'knex';
 import { createApp } from '../../lib/app';
-import { hashPassword } from '../../lib/auth/passwords';
 import { createTokenService } from '../../lib/auth/tokens';
 import { bucketNames, destroyClusterBuckets } from '../../lib/cluster/cluster';
 import { liveKeys } from '../../lib/cluster/lease-table';
@@ -21,6 +20,13 @@ import { knexConfig } from '../../lib/db';
 import { prepareDatabase } from '../../lib/server';
 import { buildServedDocument } from '../../routes/docs';
 import { createContract, type Contract } from '../helpers/contract';
+import {
+  createCategory,
+  createMember,
+  createProduct,
+  type DataTarget,
+  type TestMember,
+} from '../helpers/factories';
 import {
   createTestDatabase,
   testConfig,
@@ -38,18 +44,14 @@ export interface Instance {
   process: ServerProcess | null;
 }
 
-export interface WorldMember {
-  id: number;
-  email: string;
-  password: string;
-  role: Role;
-  token: string;
-}
+export type WorldMember = TestMember;
 
 export interface WorldOptions {
   instances?: number;
   /** Extra environment for every instance (e.g. CLUSTER_SHARDS). */
   env?: Record<string, string>;
+  /** The NATS the instances join: a private server for a test that stops it; the shared one by default. */
+  natsUrl?: string;
 }
 
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
@@ -104,18 +106,20 @@ function send<T>(
 export async function startClusterWorld(label: string, options: WorldOptions = {}) {
   const count = options.instances ?? 3;
   const prefix = uniquePrefix(label);
+  const natsUrl = options.natsUrl ?? NATS_URL;
   const database: TestDatabase = await createTestDatabase('mysql');
   const env: Record<string, string> = {
     ...database.env,
     JWT_SECRET,
-    NATS_URL,
+    NATS_URL: natsUrl,
     CLUSTER_PREFIX: prefix,
     MIGRATE_ON_START: 'false',
     ...options.env,
   };
   const config = testConfig(env);
   const db: Knex = knexFactory(knexConfig(config.database));
-  const tokens = createTokenService(config.jwt);
+  // Members, categories and products are made straight in the database, with the instances' token secret.
+  const target: DataTarget = { db, tokens: createTokenService(config.jwt), bcryptCost: config.bcryptCost };
   const instances: Instance[] = Array.from({ length: count }, (_, i) => ({
     name: `${label}-${String.fromCharCode(97 + i)}`,
     process: null,
@@ -247,14 +251,21 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
         .filter((line) => /Lease \S+ lost: /.test(line));
     },
 
-    /** shard -> CLUSTER_INSTANCE_ID of its lease holder, read from the cluster's KV bucket. */
+    /**
+     * shard -> CLUSTER_INSTANCE_ID of its lease holder, read from the cluster's KV bucket; none while the
+     * bucket is missing (after a NATS restart, until an instance creates it again).
+     */
     async owners(): Promise<Map<number, string>> {
-      const nc = await connect({ servers: NATS_URL });
+      const nc = await connect({ servers: natsUrl });
       try {
         const bucket = bucketNames(prefix).shards;
         const kv = await new Kvm(nc).open(bucket);
         const owners = new Map<number, string>();
-        for (const key of await liveKeys(await jetstreamManager(nc), bucket)) {
+        const keys = await liveKeys(await jetstreamManager(nc), bucket).catch((err: unknown) => {
+          if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return [];
+          throw err;
+        });
+        for (const key of keys) {
           const entry = await kv.get(key);
           const shard = shardFromKey(key);
           if (shard === null || !entry || entry.operation !== 'PUT') continue;
@@ -266,55 +277,22 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
       }
     },
 
-    async member(role: Role, password = 'Password-123'): Promise<WorldMember> {
-      const email = `${role.toLowerCase()}-${crypto.randomBytes(5).toString('hex')}@cluster.test`;
-      const now = new Date();
-      const [id] = await db('members').insert({
-        email,
-        password_hash: await hashPassword(password, config.bcryptCost),
-        name: `Cluster ${role}`,
-        phone: '010-1234-5678',
-        role,
-        business_number: role === 'SELLER' ? '111-22-33333' : null,
-        created_at: now,
-        updated_at: now,
-      });
-      const token = tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 });
-      return { id: Number(id), email, password, role, token };
-    },
+    member: (role: Role, password = 'Password-123'): Promise<WorldMember> =>
+      createMember(target, role, { password }),
 
-    async category(name = `Category ${crypto.randomBytes(4).toString('hex')}`): Promise<number> {
-      const [id] = await db('categories').insert({
-        name,
-        name_key: name.toLowerCase(),
-        parent_key: 0,
-        parent_id: null,
-        display_order: 0,
-        created_at: new Date(),
-      });
-      return Number(id);
-    },
+    category: (name?: string): Promise<number> => createCategory(target, name),
 
-    async product(
+    product: (
       sellerId: number,
       categoryId: number,
       fields: { name?: string; price?: string; stock?: number } = {},
-    ): Promise<number> {
-      const now = new Date();
-      const [id] = await db('products').insert({
-        seller_id: sellerId,
-        category_id: categoryId,
-        name: fields.name ?? `Product ${crypto.randomBytes(4).toString('hex')}`,
-        description: 'Made by a cluster test',
-        price: fields.price ?? '10.00',
-        stock_quantity: fields.stock ?? 1000,
-        status: 'ON_SALE',
-        sales_count: 0,
-        created_at: now,
-        updated_at: now,
-      });
-      return Number(id);
-    },
+    ): Promise<number> =>
+      createProduct(target, sellerId, {
+        categoryId,
+        name: fields.name,
+        price: fields.price,
+        stockQuantity: fields.stock ?? 1000,
+      }),
 
     /**
      * Waits until every shard is held by exactly one running instance, each within its fair share
@@ -350,7 +328,7 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
     async close(): Promise<void> {
       await Promise.allSettled(running().map((i) => stop(i, 'SIGKILL')));
       await db.destroy().catch(() => undefined);
-      await destroyClusterBuckets(NATS_URL, prefix).catch(() => undefined);
+      await destroyClusterBuckets(natsUrl, prefix).catch(() => undefined);
       await database.drop();
     },
   };

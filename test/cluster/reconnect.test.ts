@@ -3,56 +3,20 @@
 // leases could expire on the server, and refuses forwarded requests at once; when NATS is back the
 // connection reconnects by itself, the `reconnected` signal fires (caches flush on it), the lease buckets
 // (memory storage, gone with the restart) are created again and the node claims its shards again.
-import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { createCluster, type Cluster } from '../../lib/cluster/cluster';
 import { ServiceUnavailableError } from '../../lib/errors';
 import { clusterConfig, natsTest, quietLogger, uniquePrefix, until } from './cluster-fixtures';
-
-const NATS_SERVER = '/usr/sbin/nats-server';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function startServer(port: number, storeDir: string): Promise<ChildProcess> {
-  const child = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
-    stdio: 'ignore',
-  });
-  await until(
-    () =>
-      new Promise<boolean>((resolve) => {
-        const socket = net.connect({ host: '127.0.0.1', port }, () => {
-          socket.destroy();
-          resolve(true);
-        });
-        socket.once('error', () => resolve(false));
-      }),
-    10_000,
-    () => `nats-server on port ${port} did not start`,
-  );
-  return child;
-}
+import { startPrivateNats } from './private-nats';
 
 natsTest(
   'NATS restarts: the node stops serving its shards before their leases could expire on the server, reconnects by itself, signals reconnected and claims its shards again',
   async (t) => {
-    t.true(fs.existsSync(NATS_SERVER), `${NATS_SERVER} is needed (apt-get install nats-server)`);
-    const port = await freePort();
-    const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nats-private-'));
-    let server = await startServer(port, storeDir);
+    const nats = await startPrivateNats();
     let node: Cluster | undefined;
     try {
       const config = {
         ...clusterConfig(uniquePrefix('reconnect'), { CLUSTER_SHARDS: '8' }),
-        natsUrl: `nats://127.0.0.1:${port}`,
+        natsUrl: nats.url,
       };
       node = await createCluster({ config, logger: quietLogger() });
       const lost: number[] = [];
@@ -66,8 +30,7 @@ natsTest(
         () => `${node!.ownedShards().length} of 8`,
       );
 
-      server.kill('SIGKILL');
-      await new Promise((resolve) => server.once('exit', resolve));
+      await nats.stop();
       const awayAt = Date.now();
       await until(
         () => node!.ownedShards().length === 0,
@@ -98,7 +61,7 @@ natsTest(
       // (well under the 5 s request timeout; a loaded machine may take a few hundred ms to get here)
       t.true(Date.now() - refusedAt < 1000, `refused after ${Date.now() - refusedAt} ms`);
 
-      server = await startServer(port, storeDir);
+      await nats.start();
       await until(
         () => reconnects > 0,
         10_000,
@@ -113,8 +76,7 @@ natsTest(
       t.true(node.isOwner(3));
     } finally {
       await node?.close();
-      server.kill('SIGKILL');
-      fs.rmSync(storeDir, { recursive: true, force: true });
+      await nats.close();
     }
   },
 );

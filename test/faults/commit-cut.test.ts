@@ -3,68 +3,39 @@
 // after it was sent (the server may have committed: the outcome is unknown to the service). Whatever the
 // clients saw, the books balance: stock + sold = initial, every acknowledged order exists, nothing twice.
 import test from 'ava';
-import knexFactory, { type Knex } from 'knex';
-import { knexConfig } from '../../lib/db';
-import {
-  createTestDatabase,
-  request,
-  startTestApp,
-  testConfig,
-  type ApiResponse,
-  type TestApp,
-  type TestDatabase,
-} from '../helpers/harness';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import { request, type ApiResponse } from '../helpers/harness';
 import {
   assertAcknowledgedExist,
   assertNoSecrets,
   assertStockConserved,
-  makeWorld,
   onMariaDb,
   SKIPPED_ON_SQLITE,
+  startBehindProxy,
   taggedOrder,
-  type FaultWorld,
+  type ProxiedService,
 } from './fault-fixtures';
 
 if (!onMariaDb) {
   test.skip(SKIPPED_ON_SQLITE, () => {});
 } else {
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let app: TestApp;
-  let db: Knex;
-  let world: FaultWorld;
+  let service: ProxiedService;
   const acknowledged: number[] = [];
 
   test.before(async () => {
-    database = await createTestDatabase();
-    proxy = await startTcpProxy({
-      host: '127.0.0.1',
-      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+    service = await startBehindProxy({
+      env: { INVENTORY_MODE: 'actor' },
+      world: { buyers: 8, products: 2, stock: 500 },
     });
-    app = await startTestApp({
-      database,
-      logLevel: 'info',
-      env: { DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL), INVENTORY_MODE: 'actor' },
-    });
-    db = knexFactory(knexConfig(testConfig(database.env).database));
-    world = await makeWorld(db, app.bundle.services.tokens, { buyers: 8, products: 2, stock: 500 });
   });
-
-  test.after.always(async () => {
-    await app?.close();
-    await proxy?.close();
-    await db?.destroy();
-    await database?.drop();
-  });
+  test.after.always(() => service?.close());
 
   /** Eight concurrent single-order requests (one product each), tagged so their orders can be found. */
   async function burst(name: string): Promise<Array<{ tag: string; res: ApiResponse }>> {
-    const products = [...world.initial.keys()];
+    const products = [...service.world.initial.keys()];
     return Promise.all(
-      world.buyers.map(async (buyer, i) => {
+      service.world.buyers.map(async (buyer, i) => {
         const tag = `${name}-${i}`;
-        const res = await request(app.url, 'POST', '/api/v1/orders', {
+        const res = await request(service.app.url, 'POST', '/api/v1/orders', {
           token: buyer.token,
           headers: { 'Idempotency-Key': tag },
           body: taggedOrder([{ productId: products[i % products.length], quantity: 1 + (i % 3) }], tag),
@@ -76,7 +47,7 @@ if (!onMariaDb) {
   }
 
   async function ordersTagged(tag: string): Promise<number[]> {
-    return (await db('orders').where('address_detail', tag).select('id')).map((row: { id: number }) =>
+    return (await service.db('orders').where('address_detail', tag).select('id')).map((row: { id: number }) =>
       Number(row.id),
     );
   }
@@ -85,7 +56,7 @@ if (!onMariaDb) {
     'cut before the COMMIT reaches the server: the batch is rolled back and decided again, never answered 201 without its order',
     async (t) => {
       await burst('warm'); // actors loaded, pool warm
-      const cut = proxy.cutOn('COMMIT', { forward: false, after: 'insert into `orders`' });
+      const cut = service.proxy.cutOn('COMMIT', { forward: false, after: 'insert into `orders`' });
       const results = await burst('before-commit');
       await cut;
       let failed = 0;
@@ -109,14 +80,14 @@ if (!onMariaDb) {
       t.log(
         `${failed} request(s) answered 503 COMMIT_OUTCOME_UNKNOWN; the others were decided again and placed`,
       );
-      await assertStockConserved(t, db, world.initial);
+      await assertStockConserved(t, service.db, service.world.initial);
     },
   );
 
   test.serial(
     'cut right after the COMMIT was sent: outcome unknown, books still balance, retry with the key finds the truth',
     async (t) => {
-      const cut = proxy.cutOn('COMMIT', { forward: true, after: 'insert into `orders`' });
+      const cut = service.proxy.cutOn('COMMIT', { forward: true, after: 'insert into `orders`' });
       const results = await burst('after-commit');
       await cut;
       let unknown = 0;
@@ -139,8 +110,8 @@ if (!onMariaDb) {
         t.is(res.body.code, 'COMMIT_OUTCOME_UNKNOWN');
       }
       t.log(`${unknown} answered 503 COMMIT_OUTCOME_UNKNOWN (${committedButUnanswered} of them committed)`);
-      await assertStockConserved(t, db, world.initial);
-      await assertAcknowledgedExist(t, db, acknowledged);
+      await assertStockConserved(t, service.db, service.world.initial);
+      await assertAcknowledgedExist(t, service.db, acknowledged);
 
       // A client that retries with the same Idempotency-Key never gets a second order.
       const retried = await burst('after-commit');
@@ -152,17 +123,17 @@ if (!onMariaDb) {
           `${tag}: one order`,
         );
       }
-      await assertStockConserved(t, db, world.initial);
+      await assertStockConserved(t, service.db, service.world.initial);
     },
   );
 
   test.serial('the service keeps working and nothing secret is logged', async (t) => {
     const after = await burst('after-faults');
     for (const { res } of after) t.is(res.status, 201, JSON.stringify(res.body));
-    await assertStockConserved(t, db, world.initial);
-    await assertAcknowledgedExist(t, db, acknowledged);
-    assertNoSecrets(t, app.logs.text);
+    await assertStockConserved(t, service.db, service.world.initial);
+    await assertAcknowledgedExist(t, service.db, acknowledged);
+    assertNoSecrets(t, service.app.logs.text);
     // The faults above were logged (and so went through the redaction that assertNoSecrets checks).
-    t.regex(app.logs.text, /The connection was lost during COMMIT; checking/);
+    t.regex(service.app.logs.text, /The connection was lost during COMMIT; checking/);
   });
 }

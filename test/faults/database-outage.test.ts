@@ -4,27 +4,17 @@
 // the service recovers without a restart once the database answers again. The log carries no SQL text,
 // no bound values and no bcrypt hash.
 import test from 'ava';
-import knexFactory, { type Knex } from 'knex';
-import { knexConfig } from '../../lib/db';
 import { assertError } from '../helpers/assertions';
-import {
-  createTestDatabase,
-  startTestApp,
-  testConfig,
-  type ApiResponse,
-  type TestApp,
-  type TestDatabase,
-} from '../helpers/harness';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import type { ApiResponse } from '../helpers/harness';
 import {
   assertAcknowledgedExist,
   assertNoSecrets,
   assertStockConserved,
-  makeWorld,
   onMariaDb,
   SKIPPED_ON_SQLITE,
+  startBehindProxy,
   taggedOrder,
-  type FaultWorld,
+  type ProxiedService,
 } from './fault-fixtures';
 
 if (!onMariaDb) {
@@ -40,36 +30,15 @@ if (!onMariaDb) {
   // at most on one request's path, plus scheduling slack on a busy machine
   const ANSWER_BOUND_MS = 6_000;
 
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let app: TestApp;
-  let db: Knex;
-  let world: FaultWorld;
+  let service: ProxiedService;
   const acknowledged: number[] = [];
 
   test.before(async () => {
-    database = await createTestDatabase();
-    proxy = await startTcpProxy({
-      host: '127.0.0.1',
-      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
-    });
-    app = await startTestApp({
-      database,
-      logLevel: 'info',
-      env: { ...TIMEOUTS, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) },
-    });
-    db = knexFactory(knexConfig(testConfig(database.env).database)); // straight to MariaDB
-    world = await makeWorld(db, app.bundle.services.tokens, { buyers: 2, products: 2, stock: 100 });
+    service = await startBehindProxy({ env: TIMEOUTS, world: { buyers: 2, products: 2, stock: 100 } });
   });
+  test.after.always(() => service?.close());
 
-  test.after.always(async () => {
-    await app?.close();
-    await proxy?.close();
-    await db?.destroy();
-    await database?.drop();
-  });
-
-  const productIds = () => [...world.initial.keys()];
+  const productIds = () => [...service.world.initial.keys()];
 
   async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
     const start = Date.now();
@@ -78,8 +47,8 @@ if (!onMariaDb) {
   }
 
   async function order(tag: string): Promise<ApiResponse> {
-    const res = await app.request('POST', '/api/v1/orders', {
-      token: world.buyers[0].token,
+    const res = await service.app.request('POST', '/api/v1/orders', {
+      token: service.world.buyers[0].token,
       body: taggedOrder([{ productId: productIds()[0], quantity: 1 }], tag),
     });
     if (res.status === 201) for (const o of res.body.orders) acknowledged.push(o.id);
@@ -95,7 +64,7 @@ if (!onMariaDb) {
     const start = Date.now();
     let ready: ApiResponse | undefined;
     while (Date.now() - start < 10_000) {
-      ready = await app.request('GET', '/health/ready');
+      ready = await service.app.request('GET', '/health/ready');
       if (ready.status === 200) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -110,7 +79,7 @@ if (!onMariaDb) {
   }
 
   test.serial('baseline: ready and ordering through the proxy', async (t) => {
-    const ready = await app.request('GET', '/health/ready');
+    const ready = await service.app.request('GET', '/health/ready');
     t.is(ready.status, 200);
     const res = await order('baseline');
     t.is(res.status, 201, JSON.stringify(res.body));
@@ -119,10 +88,10 @@ if (!onMariaDb) {
   test.serial(
     'refused database: 503 SERVICE_UNAVAILABLE with Retry-After at once, readiness 503 at once, then recovery',
     async (t) => {
-      proxy.refuse();
-      proxy.cutAll(); // the server went away: the pooled connections die with it
+      service.proxy.refuse();
+      service.proxy.cutAll(); // the server went away: the pooled connections die with it
 
-      const ready = await timed(() => app.request('GET', '/health/ready'));
+      const ready = await timed(() => service.app.request('GET', '/health/ready'));
       t.is(ready.value.status, 503);
       t.deepEqual(ready.value.body, { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
       t.true(ready.ms < 1_500, `readiness answered in ${ready.ms} ms`);
@@ -131,12 +100,14 @@ if (!onMariaDb) {
       assertUnavailable(t, placed.value, '/api/v1/orders');
       t.true(placed.ms < ANSWER_BOUND_MS, `order answered in ${placed.ms} ms`);
 
-      const list = await app.request('GET', '/api/v1/orders', { token: world.buyers[0].token });
+      const list = await service.app.request('GET', '/api/v1/orders', {
+        token: service.world.buyers[0].token,
+      });
       assertUnavailable(t, list, '/api/v1/orders');
-      const product = await app.request('GET', `/api/v1/products/${productIds()[1]}`);
+      const product = await service.app.request('GET', `/api/v1/products/${productIds()[1]}`);
       assertUnavailable(t, product, `/api/v1/products/${productIds()[1]}`);
 
-      proxy.pass();
+      service.proxy.pass();
       await assertRecovers(t);
     },
   );
@@ -144,9 +115,9 @@ if (!onMariaDb) {
   test.serial(
     'black-holed database: 503 within the bound (no hang), readiness 503 at once, then recovery',
     async (t) => {
-      proxy.blackhole();
+      service.proxy.blackhole();
 
-      const ready = await timed(() => app.request('GET', '/health/ready'));
+      const ready = await timed(() => service.app.request('GET', '/health/ready'));
       t.is(ready.value.status, 503);
       t.is(ready.value.body.checks.database, 'DOWN');
       t.true(ready.ms < 1_500, `readiness answered in ${ready.ms} ms`);
@@ -154,12 +125,12 @@ if (!onMariaDb) {
       const [placed, other, list] = await Promise.all([
         timed(() => order('black-holed')),
         timed(() =>
-          app.request('POST', '/api/v1/orders', {
-            token: world.buyers[1].token,
+          service.app.request('POST', '/api/v1/orders', {
+            token: service.world.buyers[1].token,
             body: taggedOrder([{ productId: productIds()[1], quantity: 2 }], 'black-holed-2'),
           }),
         ),
-        timed(() => app.request('GET', '/api/v1/orders', { token: world.buyers[0].token })),
+        timed(() => service.app.request('GET', '/api/v1/orders', { token: service.world.buyers[0].token })),
       ]);
       for (const [res, path] of [
         [placed, '/api/v1/orders'],
@@ -170,7 +141,7 @@ if (!onMariaDb) {
         t.true(res.ms < ANSWER_BOUND_MS, `answered in ${res.ms} ms`);
       }
 
-      proxy.pass();
+      service.proxy.pass();
       await assertRecovers(t);
     },
   );
@@ -178,8 +149,8 @@ if (!onMariaDb) {
   test.serial(
     'a connection cut while a password hash is written: 503, and neither SQL nor the hash is logged',
     async (t) => {
-      const cut = proxy.cutOn('insert into `members`', { forward: false });
-      const res = await app.request('POST', '/api/v1/auth/signup', {
+      const cut = service.proxy.cutOn('insert into `members`', { forward: false });
+      const res = await service.app.request('POST', '/api/v1/auth/signup', {
         body: {
           email: 'cut-signup@faults.test',
           password: 'Sup3r-Secret-Pass',
@@ -190,17 +161,17 @@ if (!onMariaDb) {
       });
       await cut;
       assertUnavailable(t, res, '/api/v1/auth/signup');
-      t.is(await db('members').where('email', 'cut-signup@faults.test').first(), undefined);
+      t.is(await service.db('members').where('email', 'cut-signup@faults.test').first(), undefined);
     },
   );
 
   test.serial(
     'after every fault: stock conserved, acknowledged orders present, nothing secret in the log',
     async (t) => {
-      await assertStockConserved(t, db, world.initial);
-      await assertAcknowledgedExist(t, db, acknowledged);
+      await assertStockConserved(t, service.db, service.world.initial);
+      await assertAcknowledgedExist(t, service.db, acknowledged);
       t.true(acknowledged.length >= 3);
-      const log = app.logs.text;
+      const log = service.app.logs.text;
       t.regex(log, /SERVICE_UNAVAILABLE on POST \/api\/v1\/orders/, 'the 503s are logged');
       assertNoSecrets(t, log, ['Sup3r-Secret-Pass', 'cut-signup@faults.test']);
     },

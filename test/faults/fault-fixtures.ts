@@ -1,68 +1,105 @@
-// Shared pieces of the fault suite: a world of sellers, buyers and stocked products made straight in the
-// database, the books that must balance after any fault, and the check that no log carries a secret.
+// Shared pieces of the fault suite: the service behind a TCP proxy in front of its own MariaDB database, a
+// world of sellers, buyers and stocked products made straight in the database, the books that must balance
+// after any fault, and the check that no log carries a secret.
 import type { ExecutionContext } from 'ava';
-import type { Knex } from 'knex';
-import type { createTokenService } from '../../lib/auth/tokens';
-import { DB_KIND } from '../helpers/harness';
+import knexFactory, { type Knex } from 'knex';
+import { knexConfig } from '../../lib/db';
+import {
+  createCategory,
+  createMember,
+  createProduct,
+  type DataTarget,
+  type TestMember,
+} from '../helpers/factories';
+import {
+  createTestDatabase,
+  DB_KIND,
+  startTestApp,
+  testConfig,
+  type TestApp,
+  type TestDatabase,
+} from '../helpers/harness';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 
 /** The fault suite needs MariaDB (a TCP proxy in front of a database server); on SQLite it says so. */
 export const onMariaDb = DB_KIND === 'mysql';
 export const SKIPPED_ON_SQLITE = 'fault suite: runs on MariaDB only (TEST_DB=mysql), skipped on SQLite';
 
 export interface FaultWorld {
-  sellers: Array<{ id: number; token: string }>;
-  buyers: Array<{ id: number; token: string }>;
+  sellers: TestMember[];
+  buyers: TestMember[];
   /** product id -> initial stock */
   initial: Map<number, number>;
 }
 
+/** Two sellers, `buyers` buyers, `products` products (alternating sellers) of `stock` each, one category. */
 export async function makeWorld(
-  db: Knex,
-  tokens: ReturnType<typeof createTokenService>,
-  options: { buyers: number; products: number; stock: number; passwordHash?: string },
+  target: DataTarget,
+  options: { buyers: number; products: number; stock: number },
 ): Promise<FaultWorld> {
-  const now = new Date();
-  const tag = `${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
-  const member = async (role: 'BUYER' | 'SELLER', i: number) => {
-    const [id] = await db('members').insert({
-      email: `${role.toLowerCase()}-${i}-${tag}@faults.test`,
-      password_hash: options.passwordHash ?? 'x',
-      name: role,
-      phone: '010',
-      role,
-      business_number: role === 'SELLER' ? '1' : null,
-      created_at: now,
-      updated_at: now,
-    });
-    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 }) };
-  };
-  const sellers = [await member('SELLER', 1), await member('SELLER', 2)];
-  const buyers = await Promise.all(Array.from({ length: options.buyers }, (_, i) => member('BUYER', i)));
-  const [categoryId] = await db('categories').insert({
-    name: `Faults ${tag}`,
-    name_key: `faults ${tag}`,
-    parent_key: 0,
-    parent_id: null,
-    display_order: 0,
-    created_at: now,
-  });
+  const sellers = [await createMember(target, 'SELLER'), await createMember(target, 'SELLER')];
+  const buyers = await Promise.all(Array.from({ length: options.buyers }, () => createMember(target)));
+  const categoryId = await createCategory(target);
   const initial = new Map<number, number>();
   for (let i = 0; i < options.products; i++) {
-    const [id] = await db('products').insert({
-      seller_id: sellers[i % 2].id,
-      category_id: categoryId,
+    const id = await createProduct(target, sellers[i % 2].id, {
+      categoryId,
       name: `Fault product ${i}`,
-      description: null,
       price: '5.00',
-      stock_quantity: options.stock,
-      status: 'ON_SALE',
-      sales_count: 0,
-      created_at: now,
-      updated_at: now,
+      stockQuantity: options.stock,
     });
-    initial.set(Number(id), options.stock);
+    initial.set(id, options.stock);
   }
   return { sellers, buyers, initial };
+}
+
+export interface ProxiedService {
+  database: TestDatabase;
+  /** Between the service and MariaDB: refuses, black-holes and cuts on the test's word. */
+  proxy: TcpProxy;
+  /** The service in-process, connected through the proxy. */
+  app: TestApp;
+  /** Straight to MariaDB (never through the proxy): the world is made and the books checked with it. */
+  db: Knex;
+  world: FaultWorld;
+  close(): Promise<void>;
+}
+
+/** A fresh database, the proxy in front of it, the service through the proxy, and a world. */
+export async function startBehindProxy(options: {
+  env?: Record<string, string>;
+  world: { buyers: number; products: number; stock: number };
+}): Promise<ProxiedService> {
+  // Undone in reverse order by close(), also when a later step fails.
+  const undo: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const step of undo.reverse()) await step();
+  };
+  try {
+    const database = await createTestDatabase();
+    undo.push(() => database.drop());
+    const proxy = await startTcpProxy({
+      host: '127.0.0.1',
+      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+    });
+    undo.push(() => proxy.close());
+    const db = knexFactory(knexConfig(testConfig(database.env).database));
+    undo.push(() => db.destroy());
+    const app = await startTestApp({
+      database,
+      logLevel: 'info',
+      env: { ...options.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) },
+    });
+    undo.push(() => app.close());
+    const world = await makeWorld(
+      { db, tokens: app.bundle.services.tokens, bcryptCost: app.config.bcryptCost },
+      options.world,
+    );
+    return { database, proxy, app, db, world, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }
 
 /** An order body whose address detail names the request, so its orders can be found afterwards. */

@@ -1,0 +1,79 @@
+// A private nats-server with JetStream on a free port and a store directory of its own, for tests that stop
+// and restart NATS: the shared server at 127.0.0.1:4222 serves other tests at the same time and is never
+// disturbed. `stop()` kills it (-9, as a crash), `start()` brings it back on the same port and store.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { until } from './cluster-fixtures';
+
+export const NATS_SERVER = '/usr/sbin/nats-server';
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+export interface PrivateNats {
+  url: string;
+  port: number;
+  /** Starts the server (again, on the same port and store); resolves once its port accepts connections. */
+  start(): Promise<void>;
+  /** kill -9; resolves once the process has exited. */
+  stop(): Promise<void>;
+  /** Stops it if running and deletes its store. */
+  close(): Promise<void>;
+}
+
+export async function startPrivateNats(): Promise<PrivateNats> {
+  if (!fs.existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is needed (apt-get install nats-server)`);
+  const port = await freePort();
+  const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nats-private-'));
+  let child: ChildProcess | null = null;
+  let exited: Promise<unknown> = Promise.resolve();
+
+  const nats: PrivateNats = {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    async start() {
+      if (child) throw new Error('the private nats-server is running');
+      const started = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
+        stdio: 'ignore',
+      });
+      child = started;
+      exited = new Promise((resolve) => started.once('exit', resolve));
+      await until(
+        () => accepts(port),
+        10_000,
+        () => `nats-server on port ${port} did not start`,
+      );
+    },
+    async stop() {
+      if (!child) return;
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+      child = null;
+    },
+    async close() {
+      await nats.stop();
+      fs.rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+  // Killed with the test process, should it die without cleaning up (a timeout).
+  process.once('exit', () => child?.kill('SIGKILL'));
+  await nats.start();
+  return nats;
+}
