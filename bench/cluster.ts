@@ -32,7 +32,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { prepareDatabase } from '../lib/server';
-import { groupCommitBatches } from './lib/metrics';
+import { cpuMicros, groupCommitBatches, pidOf } from './lib/metrics';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, type Child } from './lib/processes';
 
@@ -79,6 +79,12 @@ interface Measurement {
   loadavgAfter: number[];
   /** Orders per group-commit transaction over all instances during the scenario (their /metrics). */
   ordersPerCommit?: number;
+  /**
+   * CPU time (user + system) per successful request over the measured window, in microseconds: all the
+   * service instances together, the NATS server, MariaDB. Far less sensitive to the machine's load than the
+   * rates, so it shows what a second instance costs per order even on a busy machine.
+   */
+  cpuUs: { service: number; nats: number; mariadb: number };
   oversell?: boolean;
   conserved?: boolean;
 }
@@ -312,10 +318,24 @@ function summarise(results: Measurement[]) {
   return { medians, ratios, scaling };
 }
 
+const NATS_PID = pidOf('nats-server');
+const MARIADB_PID = pidOf('mariadbd') ?? pidOf('mysqld');
+
+/** CPU time so far of the cluster's instances (together), the NATS server and MariaDB, in microseconds. */
+function cpuNow(children: Child[]): { service: number; nats: number; mariadb: number } {
+  return {
+    service: children.reduce((sum, child) => sum + cpuMicros(child.process.pid!), 0),
+    nats: NATS_PID ? cpuMicros(NATS_PID) : 0,
+    mariadb: MARIADB_PID ? cpuMicros(MARIADB_PID) : 0,
+  };
+}
+
+const perRequest = (micros: number, requests: number) => (requests > 0 ? Math.round(micros / requests) : 0);
+
 function markdown(results: Measurement[], summary: ReturnType<typeof summarise>): string {
   const lines = [
-    '| scenario | instances | median | p50 ms | p99 ms | orders per commit | non-2xx (status: count) | errors | oversell | runs |',
-    '|---|---:|---:|---:|---:|---:|---|---:|---|---:|',
+    '| scenario | instances | median | p50 ms | p99 ms | orders per commit | CPU us/request: service, NATS, MariaDB | non-2xx (status: count) | errors | oversell | runs |',
+    '|---|---:|---:|---:|---:|---:|---|---|---:|---|---:|',
   ];
   for (const scenario of SCENARIOS)
     for (const count of COUNTS) {
@@ -332,7 +352,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
       const oversell =
         scenario === 'get' ? '—' : runs.some((r) => r.oversell || r.conserved === false) ? '**YES**' : 'none';
       lines.push(
-        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
+        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${(['service', 'nats', 'mariadb'] as const).map((part) => median(runs.map((r) => r.cpuUs[part]))).join(', ')} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
       );
     }
   lines.push('', '| ratio | value | target | met |', '|---|---:|---|---|');
@@ -378,7 +398,9 @@ async function main(): Promise<void> {
             if (WARMUP > 0) await run(urls, fixture, scenario, WARMUP);
             const loadavgBefore = loadavg();
             const before = await groupCommitBatches(urls);
+            const cpuBefore = cpuNow(cluster.children);
             const r = await run(urls, fixture, scenario, DURATION);
+            const cpuAfter = cpuNow(cluster.children);
             const loadavgAfter = loadavg();
             const after = await groupCommitBatches(urls);
             const commits = after.count - before.count;
@@ -397,6 +419,11 @@ async function main(): Promise<void> {
               errors: r.errors + r.timeouts,
               loadavgBefore,
               loadavgAfter,
+              cpuUs: {
+                service: perRequest(cpuAfter.service - cpuBefore.service, ok),
+                nats: perRequest(cpuAfter.nats - cpuBefore.nats, ok),
+                mariadb: perRequest(cpuAfter.mariadb - cpuBefore.mariadb, ok),
+              },
               ...(scenario === 'get'
                 ? {}
                 : {
@@ -410,7 +437,7 @@ async function main(): Promise<void> {
                 scenario === 'get'
                   ? ''
                   : `, oversell ${m.oversell ? 'YES' : 'no'}, conserved ${m.conserved ? 'yes' : 'NO'}`
-              }${m.ordersPerCommit !== undefined ? `, ${m.ordersPerCommit} orders per commit` : ''}, load ${loadavgAfter[0]}\n`,
+              }${m.ordersPerCommit !== undefined ? `, ${m.ordersPerCommit} orders per commit` : ''}, CPU us/request service ${m.cpuUs.service} NATS ${m.cpuUs.nats} MariaDB ${m.cpuUs.mariadb}, load ${loadavgAfter[0]}\n`,
             );
           }
         } finally {

@@ -26,7 +26,7 @@ import { createTokenService } from '../lib/auth/tokens';
 import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { checkBooks, median, withAdmin } from './lib/books';
-import { groupCommitBatches } from './lib/metrics';
+import { cpuMicros, groupCommitBatches } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
 type Scenario = 'hot' | 'spread' | 'cart';
@@ -237,13 +237,6 @@ async function seed(db: Knex, target: Target): Promise<Fixture> {
     spread: ids.slice(1),
     initial: new Map(ids.map((id: number) => [id, BIG_STOCK])),
   };
-}
-
-/** The server process's CPU time so far (user + system), in microseconds, from Linux /proc. */
-function cpuMicros(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux)
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 /**

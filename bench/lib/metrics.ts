@@ -1,4 +1,7 @@
-// Shared by the order benchmarks: what the service's own /metrics say about its group commit.
+// Shared by the order benchmarks: what the service's own /metrics say about its group commit, and how much CPU
+// a process has used (Linux /proc), which depends far less on the machine's load than a rate does.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 
 /** Sum and count of the group-commit batch-size histogram over every instance (requests, transactions). */
 export async function groupCommitBatches(urls: string[]): Promise<{ sum: number; count: number }> {
@@ -9,4 +12,24 @@ export async function groupCommitBatches(urls: string[]): Promise<{ sum: number;
     total.count += Number(/^marketplace_group_commit_batch_size_count (\S+)$/m.exec(text)?.[1] ?? 0);
   }
   return total;
+}
+
+/** A process's CPU time so far (user + system), in microseconds, from Linux /proc; 0 once it is gone. */
+export function cpuMicros(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (USER_HZ, 100 on Linux)
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pid of the oldest process with exactly this name (mariadbd, nats-server), or null. */
+export function pidOf(name: string): number | null {
+  try {
+    return Number(execFileSync('pgrep', ['-o', '-x', name], { encoding: 'utf8' }).trim()) || null;
+  } catch {
+    return null;
+  }
 }
