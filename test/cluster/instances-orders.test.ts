@@ -5,7 +5,7 @@
 // a 500), and the survivors serve every product again within 10 s; the killed instance, started again under
 // its name, takes shards again and serves orders.
 import test, { type ExecutionContext } from 'ava';
-import { assertAcknowledgedExist, assertStockConserved } from '../faults/fault-fixtures';
+import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books';
 import type { ApiResponse } from '../helpers/harness';
 import { natsTest, until } from './cluster-fixtures';
 import { orderBody, startClusterWorld, type ClusterWorld, type WorldMember } from './instances';

@@ -7,7 +7,7 @@
 // ETags, every shard is owned again, an order on B is charged the new price and orders succeed everywhere.
 import crypto from 'node:crypto';
 import test from 'ava';
-import { assertAcknowledgedExist, assertStockConserved } from '../faults/fault-fixtures';
+import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books';
 import { natsTest, until } from './cluster-fixtures';
 import { orderBody, startClusterWorld, type ClusterWorld, type WorldMember } from './instances';
 import { startPrivateNats, type PrivateNats } from './private-nats';

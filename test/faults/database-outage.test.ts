@@ -7,15 +7,14 @@ import test from 'ava';
 import { assertError } from '../helpers/assertions';
 import type { ApiResponse } from '../helpers/harness';
 import {
-  assertAcknowledgedExist,
   assertNoSecrets,
-  assertStockConserved,
   onMariaDb,
   SKIPPED_ON_SQLITE,
   startBehindProxy,
   taggedOrder,
   type ProxiedService,
 } from './fault-fixtures';
+import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books';
 
 if (!onMariaDb) {
   test.skip(SKIPPED_ON_SQLITE, () => {});

@@ -13,15 +13,14 @@ import { createTestDatabase, request, testConfig, type TestDatabase } from '../h
 import { startServerProcess, type ServerProcess } from '../helpers/server-process';
 import { eventually } from '../orders/order-fixtures';
 import {
-  assertAcknowledgedExist,
   assertNoSecrets,
-  assertStockConserved,
   makeWorld,
   onMariaDb,
   SKIPPED_ON_SQLITE,
   taggedOrder,
   type FaultWorld,
 } from './fault-fixtures';
+import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books';
 
 interface Outcome {
   status?: number;

@@ -3,66 +3,27 @@
 // stock + units of non-cancelled orders (and salesCount = those units); every order answered 201 exists;
 // every committed order's OrderCreated notification is delivered exactly once to its seller, including
 // the ones the killed process had not delivered yet (picked up from the outbox by the new process).
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { createTokenService } from '../../lib/auth/tokens';
 import { knexConfig } from '../../lib/db';
+import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books';
+import { createCategory, createMember, createProduct, type DataTarget } from '../helpers/factories';
 import { createTestDatabase, request, testConfig, type TestDatabase } from '../helpers/harness';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process';
 import { eventually, orderBody } from './order-fixtures';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-interface Child {
-  process: ChildProcess;
-  url: string;
-  output: string[];
-}
-
-function startServer(database: TestDatabase): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      ...database.env,
-      NODE_ENV: 'test',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      BCRYPT_COST: '4',
-      SEED_ON_START: 'false',
-      LOG_LEVEL: 'info',
-      LOG_FORMAT: 'line',
-      INVENTORY_MODE: 'actor',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output.join('')}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString());
-      const match = /Listening on [\d.]+:(\d+)/.exec(output.join(''));
-      if (match) {
-        clearTimeout(timer);
-        resolve({ process: child, url: `http://127.0.0.1:${match[1]}`, output });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${output.join('')}`)));
-  });
-}
+const startServer = (database: TestDatabase) =>
+  startServerProcess({ ...database.env, INVENTORY_MODE: 'actor' });
 
 let database: TestDatabase;
 let db: Knex;
-const children: Child[] = [];
+const children: ServerProcess[] = [];
 test.before(async () => {
   database = await createTestDatabase();
 });
 test.after.always(async () => {
-  for (const child of children) child.process.kill('SIGKILL');
+  for (const child of children) child.child.kill('SIGKILL');
   await db?.destroy();
   await database?.drop();
 });
@@ -74,46 +35,18 @@ test('SIGKILL mid-load, restart: stock conserved, answered orders exist, each Or
   db = knexFactory(knexConfig(config.database));
   const tokens = createTokenService(config.jwt);
 
-  const now = new Date();
-  const member = async (role: 'BUYER' | 'SELLER', i: number) => {
-    const [id] = await db('members').insert({
-      email: `${role.toLowerCase()}-${i}-${Date.now()}@crash.test`,
-      password_hash: 'x',
-      name: role,
-      phone: '010',
-      role,
-      business_number: role === 'SELLER' ? '1' : null,
-      created_at: now,
-      updated_at: now,
-    });
-    return { id: Number(id), token: tokens.signAccessToken({ id: Number(id), role, tokenVersion: 0 }) };
-  };
-  const sellers = [await member('SELLER', 1), await member('SELLER', 2)];
-  const buyers = await Promise.all(Array.from({ length: 8 }, (_, i) => member('BUYER', i)));
-  const [categoryId] = await db('categories').insert({
-    name: 'Crash',
-    name_key: 'crash',
-    parent_key: 0,
-    parent_id: null,
-    display_order: 0,
-    created_at: now,
-  });
+  const target: DataTarget = { db, tokens, bcryptCost: config.bcryptCost };
+  const sellers = [await createMember(target, 'SELLER'), await createMember(target, 'SELLER')];
+  const buyers = await Promise.all(Array.from({ length: 8 }, () => createMember(target, 'BUYER')));
+  const categoryId = await createCategory(target);
   const initial = new Map<number, number>();
   for (let i = 0; i < 6; i++) {
-    const stock = 400;
-    const [id] = await db('products').insert({
-      seller_id: sellers[i % 2].id,
-      category_id: categoryId,
-      name: `Crash ${i}`,
-      description: null,
+    const id = await createProduct(target, sellers[i % 2].id, {
+      categoryId,
       price: '5.00',
-      stock_quantity: stock,
-      status: 'ON_SALE',
-      sales_count: 0,
-      created_at: now,
-      updated_at: now,
+      stockQuantity: 400,
     });
-    initial.set(Number(id), stock);
+    initial.set(id, 400);
   }
   const productIds = [...initial.keys()];
 
@@ -143,7 +76,7 @@ test('SIGKILL mid-load, restart: stock conserved, answered orders exist, each Or
   };
   const load = Promise.all(Array.from({ length: 24 }, (_, n) => client(n)));
   await eventually(async () => answered.length >= 60, 30_000);
-  first.process.kill('SIGKILL');
+  first.child.kill('SIGKILL');
   stop = true;
   await load;
   t.true(answered.length >= 60);
@@ -156,25 +89,9 @@ test('SIGKILL mid-load, restart: stock conserved, answered orders exist, each Or
     return Number(row?.n) === 0;
   }, 15_000);
 
-  // every 201 answer is a committed order
-  const existing = new Set(
-    (await db('orders').whereIn('id', answered).select('id')).map((row: { id: number }) => Number(row.id)),
-  );
-  t.is(existing.size, new Set(answered).size);
-
-  // stock conservation per product
-  const units = (await db('order_items')
-    .join('orders', 'orders.id', 'order_items.order_id')
-    .whereNot('orders.status', 'CANCELLED')
-    .groupBy('order_items.product_id')
-    .select('order_items.product_id as productId')
-    .sum({ n: 'order_items.quantity' })) as Array<{ productId: number; n: number | string }>;
-  const sold = new Map(units.map((row) => [Number(row.productId), Number(row.n)]));
-  for (const [id, stock] of initial) {
-    const row = await db('products').where('id', id).first('stock_quantity', 'sales_count');
-    t.is(row.stock_quantity + (sold.get(id) ?? 0), stock, `product ${id}`);
-    t.is(row.sales_count, sold.get(id) ?? 0, `salesCount of product ${id}`);
-  }
+  // every 201 answer is a committed order; stock conservation per product
+  await assertAcknowledgedExist(t, db, answered);
+  await assertStockConserved(t, db, initial);
 
   // each order's OrderCreated notification exactly once, to its seller
   const orders = (await db('orders')
@@ -208,6 +125,6 @@ test('SIGKILL mid-load, restart: stock conserved, answered orders exist, each Or
         .then((r) => Number(r?.n))),
   );
 
-  second.process.kill('SIGTERM');
-  await new Promise((resolve) => second.process.once('exit', resolve));
+  second.child.kill('SIGTERM');
+  await second.exited;
 });
