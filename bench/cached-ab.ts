@@ -1,12 +1,13 @@
-// `node --import tsx bench/cached-ab.ts --before <checkout> [--data-dir <sqlite DATA_DIR>] [--rounds 3]
+// `node --import tsx bench/cached-ab.ts --before <checkout or commit> [--data-dir <sqlite DATA_DIR>] [--rounds 3]
 //   [--duration 4] [--connections 32] [paths...]`
-// Before/after of the cached GETs in one run: the service of another checkout (`--before`, e.g.
-// `git worktree add /tmp/before <commit>` with node_modules linked) and this one, both on copies of the same
+// Before/after of the cached GETs in one run: the service of another checkout (`--before <dir>`) or of a commit
+// of this repository (`--before 4838ff3`: `git archive`d into a temp dir with this node_modules linked) and
+// this one, both on copies of the same
 // SQLite database, and the bare Koa baseline, measured alternately (hello, before, after, hello, ...) so drift
 // hits all three. Besides req/s it records each server's CPU time per request (utime + stime from /proc, so
 // Linux only): on a shared machine the rate follows the load, the CPU a request costs much less so.
 // Writes bench/results/cached-ab-<timestamp>.json.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,7 +35,7 @@ function parseArgs(argv: string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => inline ?? argv[++i];
-    if (flag === '--before') o.before = path.resolve(value());
+    if (flag === '--before') o.before = value();
     else if (flag === '--data-dir') o.dataDir = path.resolve(value());
     else if (['--rounds', '--duration', '--connections'].includes(flag)) {
       const n = Number(value());
@@ -44,8 +45,23 @@ function parseArgs(argv: string[]): Options {
     else o.paths.push(argv[i]);
   }
   if (!o.before) throw new Error('--before <checkout> is required');
-  if (o.paths.length === 0) o.paths = ['/api/v1/categories', '/api/v1/products/popular'];
+  if (o.paths.length === 0)
+    o.paths = ['/api/v1/categories', '/api/v1/products/popular', '/api/v1/products/5'];
   return o;
+}
+
+/** `--before` as a directory to run: a checkout as given, or a commit extracted into `into`. */
+function beforeCheckout(before: string, into: string): { dir: string; commit: string | null } {
+  if (fs.existsSync(path.join(before, 'lib', 'server.ts')))
+    return { dir: path.resolve(before), commit: null };
+  const commit = execFileSync('git', ['rev-parse', '--verify', `${before}^{commit}`], { cwd: ROOT })
+    .toString()
+    .trim();
+  const dir = path.join(into, 'before-checkout');
+  fs.mkdirSync(dir);
+  execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${dir}"`], { cwd: ROOT });
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  return { dir, commit };
 }
 
 interface Server {
@@ -97,6 +113,7 @@ async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const loadAverageAtStart = os.loadavg();
   const copies = fs.mkdtempSync(path.join(os.tmpdir(), 'mkt-cached-ab-'));
+  const before = beforeCheckout(o.before, copies);
   const env = (name: string) => {
     const dataDir = path.join(copies, name);
     fs.cpSync(o.dataDir, dataDir, { recursive: true });
@@ -110,7 +127,7 @@ async function main(): Promise<void> {
   };
   const servers: Record<'hello' | 'before' | 'after', Server> = {
     hello: await start(ROOT, 'bench/lib/hello-koa.ts', {}),
-    before: await start(o.before, 'lib/server.ts', env('before')),
+    before: await start(before.dir, 'lib/server.ts', env('before')),
     after: await start(ROOT, 'lib/server.ts', env('after')),
   };
   const rows: Array<Record<string, unknown>> = [];
@@ -167,7 +184,7 @@ async function main(): Promise<void> {
   const file = path.join(ROOT, 'bench', 'results', `cached-ab-${stamp}.json`);
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, machine: { cpus: os.cpus().length, node: process.version, loadAverageAtStart, loadAverageAtEnd: os.loadavg() }, summary, rows }, null, 2)}\n`,
+    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, beforeCommit: before.commit, afterCommit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT }).toString().trim(), machine: { cpus: os.cpus().length, node: process.version, loadAverageAtStart, loadAverageAtEnd: os.loadavg() }, summary, rows }, null, 2)}\n`,
   );
   console.log(lines.join('\n'));
   console.log(`\nWritten ${path.relative(ROOT, file)}`);

@@ -1,6 +1,8 @@
 // Builds the Koa application (never listens; lib/server.ts does). Middleware order matters:
-// request id + access log, request metrics, the one error handler, CORS (preflights end here, before auth), JSON body,
-// the routes, then 404/405.
+// the response memo's recorder, request id + access log, request metrics, the one error handler, CORS
+// (preflights end here, before auth), JSON body, the routes, then 404/405. The server listens with `handle`:
+// the response memo in front of Koa (lib/http/response-memo.ts).
+import type http from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
@@ -11,6 +13,7 @@ import { requestIdAndAccessLog } from './http/request-id';
 import { httpMetrics } from './http/http-metrics';
 import { securityHeaders } from './http/security-headers';
 import { mountRoutes } from './http/route';
+import { createResponseMemo, type ResponseMemo } from './http/response-memo';
 import { createServices, type Deps, type Services } from './services';
 import { routeTable, type RouteGroup } from '../routes/index';
 
@@ -36,6 +39,9 @@ function bodyParser(): Koa.Middleware {
 
 export interface AppBundle {
   app: Koa;
+  /** The request listener to serve: replays of cached GETs by the memo, everything else through `app`. */
+  handle: http.RequestListener;
+  responseMemo: ResponseMemo;
   router: Router;
   routes: RouteGroup[];
   services: Services;
@@ -51,6 +57,8 @@ export function createApp(deps: Deps): AppBundle {
   const { trustProxy } = deps.config;
   const app = new Koa({ proxy: trustProxy.enabled, maxIpsCount: trustProxy.enabled ? trustProxy.hops : 0 });
   app.silent = true; // errors are handled and logged by errorHandler
+  const responseMemo = createResponseMemo({ logger: deps.logger, observe: services.metrics.observeHttp });
+  app.use(responseMemo.record);
   app.use(requestIdAndAccessLog(deps.logger));
   app.use(httpMetrics(services.metrics.observeHttp));
   app.use(securityHeaders());
@@ -59,5 +67,6 @@ export function createApp(deps: Deps): AppBundle {
   app.use(bodyParser());
   app.use(router.routes());
   app.use(routeFallback(router));
-  return { app, router, routes, services };
+  const handle = responseMemo.listener(app.callback());
+  return { app, handle, responseMemo, router, routes, services };
 }

@@ -11,6 +11,11 @@ export interface Cache<T> {
   set(key: string, value: T): void;
   del(key: string | string[]): void;
   flush(): void;
+  /**
+   * True while `key` holds exactly `value` (same object, not expired): a lookup of an entry the caller already
+   * has, counted as a hit when it holds (the response memo's check that a replayed document is still current).
+   */
+  holds(key: string, value: T): boolean;
   /** The cached value, or the result of one shared `load()` for all concurrent callers. */
   getOrLoad(key: string, load: () => Promise<T>): Promise<T>;
   /** Entries held now (never more than maxEntries), and loads in flight. */
@@ -54,6 +59,12 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
       return value;
     },
     set: put,
+    holds(key, value) {
+      // node-cache's get() drops an expired entry, so a replay never outlives the TTL.
+      if (store.get<T>(key) !== value) return false;
+      observer?.(name, 'hit');
+      return true;
+    },
     del(keys) {
       for (const key of Array.isArray(keys) ? keys : [keys]) {
         inFlight.delete(key);

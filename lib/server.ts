@@ -53,7 +53,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     throw err;
   }
 
-  const graceful = createGracefulServer(bundle.app.callback(), config.http);
+  const graceful = createGracefulServer(bundle.handle, config.http);
   const { server } = graceful;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

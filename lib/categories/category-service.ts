@@ -42,7 +42,10 @@ export function createCategoryService(deps: { db: Db; events: EventBus; cacheObs
     /** Every category by displayOrder then id, serialised once per cache fill. */
     list(): Promise<CachedDocument> {
       return cache.getOrLoad(LIST_KEY, async () => {
-        return cachedDocument((await repository.all()).map(toJson));
+        const document: CachedDocument = cachedDocument((await repository.all()).map(toJson), () =>
+          cache.holds(LIST_KEY, document),
+        );
+        return document;
       });
     },
 

@@ -47,8 +47,19 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
   return ifNoneMatch.split(',').some((tag) => bare(tag) === wanted);
 }
 
-/** Sends a cached document with ETag and Cache-Control; 304 without a body when the client has it. */
+const REPLAYABLE = Symbol('replayable cached document');
+
+/** The public cached document this request's response was sent from, if any (for the response memo). */
+export function replayableDocument(ctx: Context): CachedDocument | undefined {
+  return (ctx.state as Record<symbol, unknown>)[REPLAYABLE] as CachedDocument | undefined;
+}
+
+/**
+ * Sends a cached document with ETag and Cache-Control; 304 without a body when the client has it. A public
+ * one is offered to the response memo (response-memo.ts), which may replay this response to the same request.
+ */
 export function sendCachedDocument(ctx: Context, document: CachedDocument, policy: CachePolicy): void {
+  if (policy.scope === 'public') (ctx.state as Record<symbol, unknown>)[REPLAYABLE] = document;
   const etag = `"${document.hash}"`;
   ctx.set('ETag', etag);
   ctx.set('Cache-Control', cacheControl(policy));

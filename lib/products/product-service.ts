@@ -115,10 +115,15 @@ export function createProductService(deps: ProductServiceDeps) {
       viewer: AuthMember | null,
     ): Promise<{ document: CachedDocument; visibility: ProductVisibility }> {
       // A miss throws inside the load, so unknown ids are never stored (no cache flooding with made-up ids).
-      const cached = await detailCache.getOrLoad(String(productId), async () => {
+      const key = String(productId);
+      const cached = await detailCache.getOrLoad(key, async () => {
         const product = await loadOne(productId);
         if (!product) throw notFound(productId);
-        return { product, document: cachedDocument(product) };
+        const entry: CachedDetail = {
+          product,
+          document: cachedDocument(product, () => detailCache.holds(key, entry)),
+        };
+        return entry;
       });
       if (cached.product.status === 'DELETED') throw notFound(productId);
       if (cached.product.status === 'DRAFT') {
@@ -217,8 +222,13 @@ export function createProductService(deps: ProductServiceDeps) {
 
     /** ON_SALE by salesCount desc, id desc; one database load per limit per 10 minutes (single-flight). */
     popular(limit: number): Promise<CachedDocument> {
-      return popularCache.getOrLoad(String(limit), async () => {
-        return cachedDocument(await productsJson(db, await repository.popular(limit)));
+      const key = String(limit);
+      return popularCache.getOrLoad(key, async () => {
+        const document: CachedDocument = cachedDocument(
+          await productsJson(db, await repository.popular(limit)),
+          () => popularCache.holds(key, document),
+        );
+        return document;
       });
     },
   };

@@ -65,3 +65,28 @@ test('a load that started before a delete does not write its stale value back', 
   t.is(loads, 1);
   cache.close();
 });
+
+test('holds(key, value): true only while that very value is the live entry (replaced, deleted, flushed, expired: false)', async (t) => {
+  const seen: string[] = [];
+  const cache = createCache<{ n: number }>(1, { name: 'c', observer: (_name, result) => seen.push(result) });
+  const first = await cache.getOrLoad('k', async () => ({ n: 1 }));
+  t.true(cache.holds('k', first));
+  t.false(cache.holds('k', { n: 1 }), 'an equal but other object');
+  t.false(cache.holds('other', first));
+  cache.set('k', { n: 2 });
+  t.false(cache.holds('k', first), 'replaced');
+  const second = cache.get('k')!;
+  cache.del('k');
+  t.false(cache.holds('k', second), 'deleted');
+  const third = await cache.getOrLoad('k', async () => ({ n: 3 }));
+  cache.flush();
+  t.false(cache.holds('k', third), 'flushed');
+  const fourth = await cache.getOrLoad('k', async () => ({ n: 4 }));
+  t.true(cache.holds('k', fourth));
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  t.false(cache.holds('k', fourth), 'expired after its TTL');
+  // A lookup that holds counts as a hit (a replayed response was served from this cache); one that fails
+  // counts nothing (the request then goes to the service, which counts its own lookup).
+  t.deepEqual(seen, ['miss', 'hit', 'hit', 'miss', 'miss', 'hit']); // get('k') is the second hit
+  cache.close();
+});
