@@ -33,6 +33,7 @@ import { knexConfig } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { prepareDatabase } from '../lib/server';
 import { cpuMicros, groupCommitBatches, pidOf } from './lib/metrics';
+import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, type Child } from './lib/processes';
 
@@ -51,18 +52,10 @@ const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
 const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
 const SHARDS = 64;
 const SPREAD_PRODUCTS = 1000;
-const BIG_STOCK = 100_000_000;
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
 
 const TARGETS: Record<Scenario, number> = { hot: 0.9, spread: 1.0, get: 1.3 };
 const UNIT: Record<Scenario, string> = { hot: 'orders/s', spread: 'orders/s', get: 'req/s' };
-
-interface Fixture {
-  tokens: string[];
-  hot: number;
-  spread: number[];
-  initial: Map<number, number>;
-}
 
 interface Measurement {
   round: number;
@@ -87,60 +80,6 @@ interface Measurement {
   cpuUs: { service: number; nats: number; mariadb: number };
   oversell?: boolean;
   conserved?: boolean;
-}
-
-async function seed(db: Knex): Promise<Fixture> {
-  const tokens = createTokenService(loadConfig({ NODE_ENV: 'development', JWT_SECRET }).jwt);
-  const now = new Date();
-  const member = (role: 'BUYER' | 'SELLER', i: number) => ({
-    email: `bench-${role.toLowerCase()}-${i}@bench.test`,
-    password_hash: 'x',
-    name: `Bench ${role}`,
-    phone: '0',
-    role,
-    business_number: role === 'SELLER' ? '1' : null,
-    created_at: now,
-    updated_at: now,
-  });
-  await db('members').insert(member('SELLER', 0));
-  const seller = await db('members').where('role', 'SELLER').first('id');
-  await db('members').insert(Array.from({ length: CONNECTIONS }, (_, i) => member('BUYER', i)));
-  const buyers = (await db('members').where('role', 'BUYER').orderBy('id').select('id')) as Array<{
-    id: number;
-  }>;
-  await db('categories').insert({
-    name: 'Bench',
-    name_key: 'bench',
-    parent_key: 0,
-    parent_id: null,
-    display_order: 0,
-    created_at: now,
-  });
-  const category = await db('categories').first('id');
-  const product = (i: number) => ({
-    seller_id: seller.id,
-    category_id: category.id,
-    name: `Bench product ${i}`,
-    description: null,
-    price: '9.99',
-    stock_quantity: BIG_STOCK,
-    status: 'ON_SALE',
-    sales_count: 0,
-    created_at: now,
-    updated_at: now,
-  });
-  for (let i = 0; i <= SPREAD_PRODUCTS; i += 500) {
-    await db('products').insert(
-      Array.from({ length: Math.min(500, SPREAD_PRODUCTS + 1 - i) }, (_, k) => product(i + k)),
-    );
-  }
-  const ids = ((await db('products').orderBy('id').select('id')) as Array<{ id: number }>).map((r) => r.id);
-  return {
-    tokens: buyers.map(({ id }) => tokens.signAccessToken({ id, role: 'BUYER', tokenVersion: 0 })),
-    hot: ids[0],
-    spread: ids.slice(1),
-    initial: new Map(ids.map((id) => [id, BIG_STOCK])),
-  };
 }
 
 /** Until every shard has an owner among `names` and each holds at least one: the cluster has settled. */
@@ -225,17 +164,9 @@ async function stopCluster(cluster: { children: Child[]; prefix: string }): Prom
   await destroyClusterBuckets(NATS_URL, cluster.prefix).catch(() => undefined);
 }
 
-const address = {
-  zipCode: '00000',
-  address: 'Bench road 1',
-  addressDetail: '',
-  receiverName: 'Bench',
-  receiverPhone: '000',
-};
-
 function run(
   urls: string[],
-  fixture: Fixture,
+  fixture: OrderWorld,
   scenario: Scenario,
   seconds: number,
 ): Promise<autocannon.Result> {
@@ -277,7 +208,7 @@ function run(
  * read fixes it): requests still in flight when the generator stopped may commit meanwhile, and two separate
  * reads could see an order's items without its stock deduction.
  */
-async function checkStock(db: Knex, fixture: Fixture): Promise<{ oversell: boolean; conserved: boolean }> {
+async function checkStock(db: Knex, fixture: OrderWorld): Promise<{ oversell: boolean; conserved: boolean }> {
   return db.transaction((trx) => checkBooks(trx, fixture.initial), { isolationLevel: 'repeatable read' });
 }
 
@@ -386,7 +317,11 @@ async function main(): Promise<void> {
   const results: Measurement[] = [];
   try {
     await prepareDatabase(db, config, createLogger({ level: 'warn', format: 'line' }));
-    const fixture = await seed(db);
+    const fixture = await seedOrderWorld(db, {
+      buyers: CONNECTIONS,
+      spreadProducts: SPREAD_PRODUCTS,
+      signer: createTokenService(loadConfig({ NODE_ENV: 'development', JWT_SECRET }).jwt),
+    });
     for (let round = 1; round <= ROUNDS; round++) {
       const order = round % 2 === 1 ? COUNTS : [...COUNTS].reverse();
       for (const count of order) {

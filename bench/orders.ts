@@ -14,17 +14,17 @@
 // BENCH_DURATION_MS [10000], BENCH_WARMUP_MS [2000], BENCH_ROUNDS [2], BENCH_SCENARIOS [hot,spread,cart],
 // BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20], BENCH_SERVER_NODE_ARGS (flags for the server process).
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import autocannon from 'autocannon';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import knexFactory, { type Knex } from 'knex';
+import knexFactory from 'knex';
 import { createTokenService } from '../lib/auth/tokens';
 import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
+import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { cpuMicros, groupCommitBatches } from './lib/metrics';
 
@@ -54,7 +54,6 @@ const DB = dbFlag(process.argv.slice(2));
 // Extra node flags for the server process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
 const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const SPREAD_PRODUCTS = 1000;
-const BIG_STOCK = 100_000_000;
 
 interface RunResult {
   round: number;
@@ -75,14 +74,6 @@ interface RunResult {
   oversell: boolean;
   conserved: boolean;
 }
-
-const address = {
-  zipCode: '00000',
-  address: 'Bench road 1',
-  addressDetail: '',
-  receiverName: 'Bench',
-  receiverPhone: '000',
-};
 
 /** Where one run's server keeps its data: a fresh MariaDB database, or a fresh SQLite file. */
 type Target = { client: 'mysql'; url: string } | { client: 'sqlite'; dataDir: string };
@@ -162,81 +153,13 @@ function get(url: string): Promise<number> {
   });
 }
 
-interface Fixture {
-  tokens: string[];
-  hot: number;
-  spread: number[];
-  initial: Map<number, number>;
-}
-
-async function seed(db: Knex, target: Target): Promise<Fixture> {
-  // Outside production the server's JWT secret lives in its DATA_DIR: sign with the same one.
+/** The server's token signer: outside production its JWT secret lives in its DATA_DIR (SQLite) or the default. */
+function signerFor(target: Target) {
   const config = loadConfig({
     NODE_ENV: 'development',
     ...(target.client === 'sqlite' && { DATA_DIR: target.dataDir }),
   });
-  const tokens = createTokenService(config.jwt);
-  const now = new Date();
-  const stamp = crypto.randomBytes(3).toString('hex');
-  await db('members').insert({
-    email: `bench-seller-${stamp}@bench.test`,
-    password_hash: 'x',
-    name: 'Bench seller',
-    phone: '0',
-    role: 'SELLER',
-    business_number: '1',
-    created_at: now,
-    updated_at: now,
-  });
-  const seller = await db('members').where('email', `bench-seller-${stamp}@bench.test`).first('id');
-  const buyerRows = Array.from({ length: CONCURRENCY }, (_, i) => ({
-    email: `bench-buyer-${stamp}-${i}@bench.test`,
-    password_hash: 'x',
-    name: 'Bench buyer',
-    phone: '0',
-    role: 'BUYER',
-    business_number: null,
-    created_at: now,
-    updated_at: now,
-  }));
-  await db('members').insert(buyerRows);
-  const buyerIds = (await db('members').where('role', 'BUYER').orderBy('id').select('id')).map(
-    (row: { id: number }) => row.id,
-  );
-  await db('categories').insert({
-    name: 'Bench',
-    name_key: 'bench',
-    parent_key: 0,
-    parent_id: null,
-    display_order: 0,
-    created_at: now,
-  });
-  const category = await db('categories').where('name_key', 'bench').first('id');
-  const product = (i: number) => ({
-    seller_id: seller.id,
-    category_id: category.id,
-    name: `Bench product ${i}`,
-    description: null,
-    price: '9.99',
-    stock_quantity: BIG_STOCK,
-    status: 'ON_SALE',
-    sales_count: 0,
-    created_at: now,
-    updated_at: now,
-  });
-  await db('products').insert(product(0));
-  for (let i = 1; i <= SPREAD_PRODUCTS; i += 500) {
-    await db('products').insert(
-      Array.from({ length: Math.min(500, SPREAD_PRODUCTS + 1 - i) }, (_, k) => product(i + k)),
-    );
-  }
-  const ids = (await db('products').orderBy('id').select('id')).map((row: { id: number }) => row.id);
-  return {
-    tokens: buyerIds.map((id: number) => tokens.signAccessToken({ id, role: 'BUYER', tokenVersion: 0 })),
-    hot: ids[0],
-    spread: ids.slice(1),
-    initial: new Map(ids.map((id: number) => [id, BIG_STOCK])),
-  };
+  return createTokenService(config.jwt);
 }
 
 /**
@@ -245,7 +168,7 @@ async function seed(db: Knex, target: Target): Promise<Fixture> {
  * server's CPU per order over the measured window, which depends far less on the machine's load than the
  * rate does.
  */
-async function load(server: { port: number; pid: number }, fixture: Fixture, scenario: Scenario) {
+async function load(server: { port: number; pid: number }, fixture: OrderWorld, scenario: Scenario) {
   let connection = 0;
   const pick = () => fixture.spread[Math.floor(Math.random() * fixture.spread.length)];
   const items = (): Array<{ productId: number; quantity: number }> => {
@@ -330,7 +253,11 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
   );
   const results: RunResult[] = [];
   try {
-    const fixture = await seed(db, target);
+    const fixture = await seedOrderWorld(db, {
+      buyers: CONCURRENCY,
+      spreadProducts: SPREAD_PRODUCTS,
+      signer: signerFor(target),
+    });
     for (const scenario of SCENARIOS) {
       process.stdout.write(`round ${round} ${mode} ${scenario} ... `);
       const measured = await load(server, fixture, scenario);
