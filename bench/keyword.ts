@@ -21,7 +21,9 @@ import {
   applySort,
   createProductRepository,
   parseSort,
+  type ProductRow,
 } from '../lib/products/product-repository';
+import { productsJson } from '../lib/products/product-json';
 import { startService } from '../lib/server';
 import { seedDemo } from '../seeds/01_demo';
 import { seedCatalog } from '../scripts/seed-demo';
@@ -122,17 +124,26 @@ function indexList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
   return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
 }
 
+/** The keyword's count as the service caches it: the page's plan depends on it (ProductRepository.page). */
+const counts = new Map<string, number>();
+async function countOf(db: Db, keyword: string): Promise<number> {
+  if (!counts.has(keyword)) counts.set(keyword, await createProductRepository(db).count(null, { keyword }));
+  return counts.get(keyword)!;
+}
+
 /**
- * The list page as the service runs it (ProductRepository.page): the newest rows first (KEYWORD_WINDOW_ROWS),
- * the index when they do not hold the page. The count is left out (the service caches it; measured above).
+ * The list page as the service runs it (ProductRepository.page): a keyword with more than
+ * KEYWORD_WINDOW_ROWS matches walks the newest rows first, the index answers the others and what the newest
+ * rows do not hold. The count is left out (the service caches it; measured above) but decides the path.
  */
-function servicePage(db: Db, keyword: string): Promise<unknown> {
+async function servicePage(db: Db, keyword: string): Promise<unknown> {
+  const total = await countOf(db, keyword);
   return createProductRepository(db).page(
     null,
     { keyword },
     parseSort('createdAt,desc'),
     { page: 0, size: 20 },
-    async () => Number.MAX_SAFE_INTEGER,
+    async () => total,
   );
 }
 
@@ -174,6 +185,74 @@ async function queryLevel(db: Db, o: Options) {
   return out;
 }
 
+/**
+ * Where the long event-loop stalls of the random-keyword scenario come from: every 3-digit keyword (what that
+ * scenario asks), each part of an uncached list request timed alone, as the service runs it: the count, the
+ * page (ProductRepository.page with that count: the newest rows and/or the index) and the images of the
+ * page. On SQLite each runs synchronously on the event loop (better-sqlite3), so its time is a stall; and
+ * queries queued by concurrent requests run back to back without the loop turning in between.
+ */
+async function stallHunt(db: Db) {
+  const sort = parseSort('createdAt,desc');
+  const repository = createProductRepository(db);
+  const parts = {
+    count: [] as number[],
+    page: [] as number[],
+    images: [] as number[],
+    total: [] as number[],
+  };
+  const perKeyword: Array<Record<string, number | string | boolean>> = [];
+  for (let n = 100; n <= 999; n++) {
+    const keyword = String(n);
+    const filters = { keyword };
+    let matches = 0;
+    const count = await timed(async () => {
+      matches = await repository.count(null, filters);
+    });
+    const sqls: string[] = [];
+    const listen = (q: { sql: string }) => sqls.push(q.sql);
+    db.on('query', listen);
+    let rows: ProductRow[] = [];
+    const page = await timed(async () => {
+      rows = (await repository.page(null, filters, sort, { page: 0, size: 20 }, async () => matches)).items;
+    });
+    db.off('query', listen);
+    const images = await timed(() => productsJson(db, rows));
+    const total = count + page + images;
+    parts.count.push(count);
+    parts.page.push(page);
+    parts.images.push(images);
+    parts.total.push(total);
+    perKeyword.push({
+      keyword,
+      matches,
+      path: sqls.map(pathOf).join('+'),
+      countMs: count,
+      pageMs: page,
+      imagesMs: images,
+      totalMs: total,
+    });
+  }
+  const pct = (xs: number[], q: number) =>
+    [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? 0;
+  const summary = Object.fromEntries(
+    Object.entries(parts).map(([k, xs]) => [
+      k,
+      { n: xs.length, p50Ms: pct(xs, 0.5), p99Ms: pct(xs, 0.99), maxMs: Math.max(0, ...xs) },
+    ]),
+  );
+  const slowest = [...perKeyword].sort((x, y) => Number(y.totalMs) - Number(x.totalMs)).slice(0, 10);
+  process.stderr.write(`stall hunt: ${JSON.stringify(summary)}\nslowest: ${JSON.stringify(slowest)}\n`);
+  return { summary, slowest };
+}
+
+/** Which step of the keyword page a list query is (product-repository.ts). */
+function pathOf(sql: string): string {
+  if (/products_name_fts|product_name_trigrams/i.test(sql)) return 'index';
+  if (!/like/i.test(sql)) return 'newest rows end';
+  return /created_at.{0,2} [<>]=/i.test(sql) ? 'newest rows walk' : 'scan (no index)';
+}
+
 /** The SQL the service's list page runs for `keyword` (the window query, then the index query if it falls short). */
 async function servicePageSql(
   db: Db,
@@ -182,6 +261,7 @@ async function servicePageSql(
   const seen: Array<{ sql: string; bindings: Knex.Value[] }> = [];
   const listen = (q: { sql: string; bindings?: Knex.Value[] }) =>
     seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  await countOf(db, keyword); // the count is the service's cached one, not part of the page
   db.on('query', listen);
   try {
     await servicePage(db, keyword);
@@ -194,10 +274,7 @@ async function servicePageSql(
 async function plan(db: Db, keyword: string): Promise<string[]> {
   const out: string[] = [];
   for (const { sql, bindings } of await servicePageSql(db, keyword)) {
-    out.push(
-      `-- ${/join \(select/i.test(sql) ? 'newest rows first' : 'index'}`,
-      ...(await explain(db, sql, bindings)),
-    );
+    out.push(`-- ${pathOf(sql)}`, ...(await explain(db, sql, bindings)));
   }
   return out;
 }
@@ -260,11 +337,13 @@ async function main(): Promise<void> {
   const db = await prepare(o);
   let queries: Array<Record<string, unknown>>;
   let plans: Record<string, string[]>;
+  let stalls: Awaited<ReturnType<typeof stallHunt>>;
   try {
     // One keyword at a time: plan() listens to the queries the service's page sends.
     plans = {};
     for (const k of [...KEYWORDS, 'mp']) plans[k] = await plan(db, k);
     queries = await queryLevel(db, o);
+    stalls = await stallHunt(db);
   } finally {
     await db.destroy();
   }
@@ -333,6 +412,7 @@ async function main(): Promise<void> {
     service,
     ratios,
     plans,
+    stalls,
   };
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(lines.join('\n'));
