@@ -1,5 +1,6 @@
 // `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
-//   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]`
+//   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]
+//   [--yield-queries]`
 // The keyword search at 100k products, on either database:
 // 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
 //    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
@@ -7,6 +8,7 @@
 //    perf_hooks.monitorEventLoopDelay) under N concurrent anonymous searchers, latency and event-loop delay.
 // Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -37,6 +39,11 @@ interface Options {
   searchers: number;
   dataDir: string;
   databaseUrl: string;
+  /**
+   * An experiment, SQLite only: every statement starts in a new macrotask (setImmediate), so the event loop
+   * turns between the queries of concurrent requests (the service does not do this; see yieldBetweenQueries).
+   */
+  yieldQueries: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -48,6 +55,7 @@ function parseArgs(argv: string[]): Options {
     searchers: 4,
     dataDir: path.join(os.tmpdir(), 'mkt-bench-keyword'),
     databaseUrl: process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/mkt_bench_catalog',
+    yieldQueries: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
@@ -58,6 +66,7 @@ function parseArgs(argv: string[]): Options {
       o.db = db;
     } else if (flag === '--data-dir') o.dataDir = value();
     else if (flag === '--database-url') o.databaseUrl = value();
+    else if (flag === '--yield-queries') o.yieldQueries = true;
     else if (['--products', '--rounds', '--duration', '--searchers'].includes(flag)) {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a whole number`);
@@ -145,6 +154,24 @@ async function servicePage(db: Db, keyword: string): Promise<unknown> {
     { page: 0, size: 20 },
     async () => total,
   );
+}
+
+/**
+ * knex runs better-sqlite3 statements synchronously, and the statements queued by concurrent requests run
+ * back to back in microtasks: the event loop does not turn until every request in flight is waiting on
+ * network I/O, so one stall is the work of all of them. This patches the knex client (in this process only)
+ * to start each statement in a new macrotask, to measure what that changes.
+ */
+function yieldBetweenQueries(): void {
+  const require = createRequire(import.meta.url);
+  const client = require('knex/lib/dialects/better-sqlite3/index.js') as {
+    prototype: { _query(...args: unknown[]): Promise<unknown> };
+  };
+  const run = client.prototype._query;
+  client.prototype._query = async function (this: unknown, ...args: unknown[]) {
+    await new Promise((resolve) => setImmediate(resolve));
+    return run.apply(this, args);
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -301,6 +328,9 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
     await autocannon({ url: service.url + pathFor(), connections: o.searchers, duration: 2 });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     delay.enable();
+    // CPU of this process (service and autocannon together) per request: depends far less on the machine's
+    // load than latency does.
+    const cpuBefore = process.cpuUsage();
     const r = await autocannon({
       url: service.url,
       connections: o.searchers,
@@ -313,6 +343,7 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
       ],
     });
     delay.disable();
+    const cpu = process.cpuUsage(cpuBefore);
     const row = {
       scenario: name,
       searchers: o.searchers,
@@ -320,6 +351,7 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
       p50Ms: r.latency.p50,
       p99Ms: r.latency.p99,
       non2xx: r.non2xx + r.errors + r.timeouts,
+      cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / Math.max(1, r.requests.total),
       eventLoopDelayP50Ms: delay.percentile(50) / 1e6,
       eventLoopDelayP99Ms: delay.percentile(99) / 1e6,
       eventLoopDelayMaxMs: delay.max / 1e6,
@@ -333,6 +365,7 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.yieldQueries) yieldBetweenQueries();
   const loadAverageAtStart = os.loadavg();
   const db = await prepare(o);
   let queries: Array<Record<string, unknown>>;
