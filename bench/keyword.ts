@@ -1,5 +1,6 @@
 // `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
-//   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]`
+//   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]
+//   [--yield-queries]`
 // The keyword search at 100k products, on either database:
 // 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
 //    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
@@ -7,6 +8,7 @@
 //    perf_hooks.monitorEventLoopDelay) under N concurrent anonymous searchers, latency and event-loop delay.
 // Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -21,7 +23,9 @@ import {
   applySort,
   createProductRepository,
   parseSort,
+  type ProductRow,
 } from '../lib/products/product-repository';
+import { productsJson } from '../lib/products/product-json';
 import { startService } from '../lib/server';
 import { seedDemo } from '../seeds/01_demo';
 import { seedCatalog } from '../scripts/seed-demo';
@@ -35,6 +39,11 @@ interface Options {
   searchers: number;
   dataDir: string;
   databaseUrl: string;
+  /**
+   * An experiment, SQLite only: every statement starts in a new macrotask (setImmediate), so the event loop
+   * turns between the queries of concurrent requests (the service does not do this; see yieldBetweenQueries).
+   */
+  yieldQueries: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -46,6 +55,7 @@ function parseArgs(argv: string[]): Options {
     searchers: 4,
     dataDir: path.join(os.tmpdir(), 'mkt-bench-keyword'),
     databaseUrl: process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/mkt_bench_catalog',
+    yieldQueries: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
@@ -56,6 +66,7 @@ function parseArgs(argv: string[]): Options {
       o.db = db;
     } else if (flag === '--data-dir') o.dataDir = value();
     else if (flag === '--database-url') o.databaseUrl = value();
+    else if (flag === '--yield-queries') o.yieldQueries = true;
     else if (['--products', '--rounds', '--duration', '--searchers'].includes(flag)) {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a whole number`);
@@ -122,18 +133,45 @@ function indexList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
   return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
 }
 
+/** The keyword's count as the service caches it: the page's plan depends on it (ProductRepository.page). */
+const counts = new Map<string, number>();
+async function countOf(db: Db, keyword: string): Promise<number> {
+  if (!counts.has(keyword)) counts.set(keyword, await createProductRepository(db).count(null, { keyword }));
+  return counts.get(keyword)!;
+}
+
 /**
- * The list page as the service runs it (ProductRepository.page): the newest rows first (KEYWORD_WINDOW_ROWS),
- * the index when they do not hold the page. The count is left out (the service caches it; measured above).
+ * The list page as the service runs it (ProductRepository.page): a keyword with more than
+ * KEYWORD_WINDOW_ROWS matches walks the newest rows first, the index answers the others and what the newest
+ * rows do not hold. The count is left out (the service caches it; measured above) but decides the path.
  */
-function servicePage(db: Db, keyword: string): Promise<unknown> {
+async function servicePage(db: Db, keyword: string): Promise<unknown> {
+  const total = await countOf(db, keyword);
   return createProductRepository(db).page(
     null,
     { keyword },
     parseSort('createdAt,desc'),
     { page: 0, size: 20 },
-    async () => Number.MAX_SAFE_INTEGER,
+    async () => total,
   );
+}
+
+/**
+ * knex runs better-sqlite3 statements synchronously, and the statements queued by concurrent requests run
+ * back to back in microtasks: the event loop does not turn until every request in flight is waiting on
+ * network I/O, so one stall is the work of all of them. This patches the knex client (in this process only)
+ * to start each statement in a new macrotask, to measure what that changes.
+ */
+function yieldBetweenQueries(): void {
+  const require = createRequire(import.meta.url);
+  const client = require('knex/lib/dialects/better-sqlite3/index.js') as {
+    prototype: { _query(...args: unknown[]): Promise<unknown> };
+  };
+  const run = client.prototype._query;
+  client.prototype._query = async function (this: unknown, ...args: unknown[]) {
+    await new Promise((resolve) => setImmediate(resolve));
+    return run.apply(this, args);
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -174,6 +212,74 @@ async function queryLevel(db: Db, o: Options) {
   return out;
 }
 
+/**
+ * Where the long event-loop stalls of the random-keyword scenario come from: every 3-digit keyword (what that
+ * scenario asks), each part of an uncached list request timed alone, as the service runs it: the count, the
+ * page (ProductRepository.page with that count: the newest rows and/or the index) and the images of the
+ * page. On SQLite each runs synchronously on the event loop (better-sqlite3), so its time is a stall; and
+ * queries queued by concurrent requests run back to back without the loop turning in between.
+ */
+async function stallHunt(db: Db) {
+  const sort = parseSort('createdAt,desc');
+  const repository = createProductRepository(db);
+  const parts = {
+    count: [] as number[],
+    page: [] as number[],
+    images: [] as number[],
+    total: [] as number[],
+  };
+  const perKeyword: Array<Record<string, number | string | boolean>> = [];
+  for (let n = 100; n <= 999; n++) {
+    const keyword = String(n);
+    const filters = { keyword };
+    let matches = 0;
+    const count = await timed(async () => {
+      matches = await repository.count(null, filters);
+    });
+    const sqls: string[] = [];
+    const listen = (q: { sql: string }) => sqls.push(q.sql);
+    db.on('query', listen);
+    let rows: ProductRow[] = [];
+    const page = await timed(async () => {
+      rows = (await repository.page(null, filters, sort, { page: 0, size: 20 }, async () => matches)).items;
+    });
+    db.off('query', listen);
+    const images = await timed(() => productsJson(db, rows));
+    const total = count + page + images;
+    parts.count.push(count);
+    parts.page.push(page);
+    parts.images.push(images);
+    parts.total.push(total);
+    perKeyword.push({
+      keyword,
+      matches,
+      path: sqls.map(pathOf).join('+'),
+      countMs: count,
+      pageMs: page,
+      imagesMs: images,
+      totalMs: total,
+    });
+  }
+  const pct = (xs: number[], q: number) =>
+    [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? 0;
+  const summary = Object.fromEntries(
+    Object.entries(parts).map(([k, xs]) => [
+      k,
+      { n: xs.length, p50Ms: pct(xs, 0.5), p99Ms: pct(xs, 0.99), maxMs: Math.max(0, ...xs) },
+    ]),
+  );
+  const slowest = [...perKeyword].sort((x, y) => Number(y.totalMs) - Number(x.totalMs)).slice(0, 10);
+  process.stderr.write(`stall hunt: ${JSON.stringify(summary)}\nslowest: ${JSON.stringify(slowest)}\n`);
+  return { summary, slowest };
+}
+
+/** Which step of the keyword page a list query is (product-repository.ts). */
+function pathOf(sql: string): string {
+  if (/products_name_fts|product_name_trigrams/i.test(sql)) return 'index';
+  if (!/like/i.test(sql)) return 'newest rows end';
+  return /created_at.{0,2} [<>]=/i.test(sql) ? 'newest rows walk' : 'scan (no index)';
+}
+
 /** The SQL the service's list page runs for `keyword` (the window query, then the index query if it falls short). */
 async function servicePageSql(
   db: Db,
@@ -182,6 +288,7 @@ async function servicePageSql(
   const seen: Array<{ sql: string; bindings: Knex.Value[] }> = [];
   const listen = (q: { sql: string; bindings?: Knex.Value[] }) =>
     seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  await countOf(db, keyword); // the count is the service's cached one, not part of the page
   db.on('query', listen);
   try {
     await servicePage(db, keyword);
@@ -194,10 +301,7 @@ async function servicePageSql(
 async function plan(db: Db, keyword: string): Promise<string[]> {
   const out: string[] = [];
   for (const { sql, bindings } of await servicePageSql(db, keyword)) {
-    out.push(
-      `-- ${/join \(select/i.test(sql) ? 'newest rows first' : 'index'}`,
-      ...(await explain(db, sql, bindings)),
-    );
+    out.push(`-- ${pathOf(sql)}`, ...(await explain(db, sql, bindings)));
   }
   return out;
 }
@@ -224,6 +328,9 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
     await autocannon({ url: service.url + pathFor(), connections: o.searchers, duration: 2 });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     delay.enable();
+    // CPU of this process (service and autocannon together) per request: depends far less on the machine's
+    // load than latency does.
+    const cpuBefore = process.cpuUsage();
     const r = await autocannon({
       url: service.url,
       connections: o.searchers,
@@ -236,6 +343,7 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
       ],
     });
     delay.disable();
+    const cpu = process.cpuUsage(cpuBefore);
     const row = {
       scenario: name,
       searchers: o.searchers,
@@ -243,6 +351,7 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
       p50Ms: r.latency.p50,
       p99Ms: r.latency.p99,
       non2xx: r.non2xx + r.errors + r.timeouts,
+      cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / Math.max(1, r.requests.total),
       eventLoopDelayP50Ms: delay.percentile(50) / 1e6,
       eventLoopDelayP99Ms: delay.percentile(99) / 1e6,
       eventLoopDelayMaxMs: delay.max / 1e6,
@@ -256,15 +365,18 @@ async function serviceLevel(o: Options, name: string, pathFor: () => string) {
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.yieldQueries) yieldBetweenQueries();
   const loadAverageAtStart = os.loadavg();
   const db = await prepare(o);
   let queries: Array<Record<string, unknown>>;
   let plans: Record<string, string[]>;
+  let stalls: Awaited<ReturnType<typeof stallHunt>>;
   try {
     // One keyword at a time: plan() listens to the queries the service's page sends.
     plans = {};
     for (const k of [...KEYWORDS, 'mp']) plans[k] = await plan(db, k);
     queries = await queryLevel(db, o);
+    stalls = await stallHunt(db);
   } finally {
     await db.destroy();
   }
@@ -333,6 +445,7 @@ async function main(): Promise<void> {
     service,
     ratios,
     plans,
+    stalls,
   };
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(lines.join('\n'));

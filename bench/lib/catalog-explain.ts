@@ -9,6 +9,7 @@ import {
   applyCursor,
   applyFilters,
   applySort,
+  keywordWindowEndQuery,
   keywordWindowQuery,
   parseSort,
 } from '../../lib/products/product-repository';
@@ -37,6 +38,9 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
     .offset(90_000)
     .first('id', 'created_at');
   const cursor = deep ?? some;
+  const newest = parseSort('createdAt,desc');
+  const windowEnd = (await keywordWindowEndQuery(db, newest).first()) as
+    { created_at: Knex.Value; id: number } | undefined;
   const queries: Array<[string, () => { toSQL(): { sql: string; bindings: readonly unknown[] } }]> = [
     [
       'list default (createdAt desc)',
@@ -81,15 +85,21 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
           20,
         ),
     ],
-    // What the list page of a keyword runs first (product-repository.ts, KEYWORD_WINDOW_ROWS); the index
-    // query above only when the newest rows do not hold the page.
+    // What the list page of a keyword with more than KEYWORD_WINDOW_ROWS matches runs first
+    // (product-repository.ts): where the newest rows end, then the walk through them; the index query
+    // above for a rarer keyword, or when the newest rows do not hold the page.
+    ['list keyword, where the newest rows end', () => keywordWindowEndQuery(db, newest)],
     [
       'list keyword, newest rows first',
       () =>
-        keywordWindowQuery(db, null, { keyword: 'lamp' }, parseSort('createdAt,desc'), {
-          offset: 0,
-          limit: 20,
-        }),
+        keywordWindowQuery(
+          db,
+          null,
+          { keyword: 'lamp' },
+          newest,
+          { offset: 0, limit: 20 },
+          windowEnd ? { createdAt: windowEnd.created_at, id: Number(windowEnd.id) } : null,
+        ),
     ],
     // Served by the name index (migration 20261122000013); a 1-2 character keyword keeps the scan.
     [

@@ -137,12 +137,15 @@ export function withCatalogVersion(db: Db, fields: Record<string, unknown>): Rec
 }
 
 /**
- * How many of the newest visible products a keyword page is first looked for in. The name index answers a
- * rare keyword at once but costs every match of a common one (read, then sorted by createdAt: ~3,000 rows for
- * a 3% keyword at 100k products); the newest rows, walked along products_created_index, hold a common
- * keyword's first page after a few hundred rows. So: look in the newest KEYWORD_WINDOW_ROWS rows first; when
- * they hold the whole page, that page is the answer (the window is a prefix of the same total order, so its
- * first N matches are the catalogue's first N); otherwise ask the index. Bounded either way.
+ * How many of the newest products a keyword page is first looked for in. The name index answers a keyword by
+ * reading every match (then sorted by createdAt): cheap for a rare keyword, ~3,000 rows for a 3% keyword at
+ * 100k products. The newest rows, walked along products_created_index, hold a common keyword's first page
+ * after a few hundred rows, and the walk stops there. So a page of a keyword with more than
+ * KEYWORD_WINDOW_ROWS matches (its count, which the page needs anyway, says so) walks the newest
+ * KEYWORD_WINDOW_ROWS rows first; when they hold the whole page, that page is the answer (the window is a
+ * prefix of the same total order, so its first N matches are the catalogue's first N); otherwise the index
+ * answers. A keyword with fewer matches goes to the index at once: it reads no more rows than the window
+ * would. Bounded either way but for a common keyword whose matches are all old.
  */
 export const KEYWORD_WINDOW_ROWS = 1000;
 
@@ -159,11 +162,40 @@ function windowFits(filters: ProductFilters, sort: SortOrder, rowsNeeded: number
   );
 }
 
+/** A row's place in the createdAt order (created_at as the driver returns it, so it binds back unchanged). */
+export interface WindowEnd {
+  createdAt: Knex.Value;
+  id: number;
+}
+
+/** `products`, on SQLite walked along `index` (told, so no statistics can turn it elsewhere). */
+function walkedAlong(db: Db, index: string): Knex.QueryBuilder {
+  return dialect.isMysql(db) ? db('products') : db.from(db.raw('?? INDEXED BY ??', ['products', index]));
+}
+
 /**
- * The keyword's matches among the newest KEYWORD_WINDOW_ROWS visible rows (after `position`), in `sort` order,
- * `offset`/`limit` applied. SQLite is told the index (without ANALYZE statistics it would sort the visible rows
- * in a temp B-tree instead); MySQL/MariaDB choose products_created_index themselves. Exported for the
- * benchmark's EXPLAIN.
+ * The last of the first KEYWORD_WINDOW_ROWS rows in `sort` order (after `position`), any status: an
+ * index-only read of products_created_index (created_at, id). None when fewer rows follow.
+ */
+export function keywordWindowEndQuery(
+  db: Db,
+  sort: SortOrder,
+  position?: { createdAt: Date; id: number },
+): Knex.QueryBuilder {
+  const q = walkedAlong(db, 'products_created_index').select('created_at', 'id');
+  if (position) applyCursor(q, position);
+  return applySort(q, sort)
+    .offset(KEYWORD_WINDOW_ROWS - 1)
+    .limit(1);
+}
+
+/**
+ * The keyword's matches among the rows up to `end` (the window; all rows when `end` is null), after
+ * `position`, in `sort` order, `offset`/`limit` applied: the exact check alone, walked in order along
+ * products_created_status_name_index (created_at, id, status, name: each row is checked from the index,
+ * migration 20261124000001), which stops after the page; then the page's rows are read by id. The plain
+ * `created_at` bounds are what the index range is built from; the expanded predicates settle ties.
+ * Exported for the benchmark's EXPLAIN.
  */
 export function keywordWindowQuery(
   db: Db,
@@ -171,27 +203,28 @@ export function keywordWindowQuery(
   filters: ProductFilters,
   sort: SortOrder,
   range: { offset: number; limit: number },
+  end: WindowEnd | null,
   position?: { createdAt: Date; id: number },
 ): Knex.QueryBuilder {
-  const mysql = dialect.isMysql(db);
-  const table: Knex.QueryBuilder = mysql
-    ? db('products')
-    : db.from(db.raw('?? INDEXED BY ??', ['products', 'products_created_index']));
-  // Narrow rows (what the check and the order need): MariaDB materialises the window, so whole rows would
-  // be copied and sorted a thousand at a time. The page's own rows are read by id at the end.
-  const newest = applyFilters(db, table.select('id', 'name', 'created_at'), viewer, {
-    ...filters,
-    keyword: undefined,
-  });
-  if (position) applyCursor(newest, position);
-  applySort(newest, sort).limit(KEYWORD_WINDOW_ROWS);
-  const hits = db.select('id', 'created_at').from(newest.as('newest'));
-  applyKeywordCheck(hits, filters.keyword!, mysql);
-  applySort(hits, sort).offset(range.offset).limit(range.limit);
+  const walk = applyFilters(
+    db,
+    walkedAlong(db, 'products_created_status_name_index').select('id', 'created_at'),
+    viewer,
+    { ...filters, keyword: undefined },
+  );
+  applyKeywordCheck(walk, filters.keyword!, dialect.isMysql(db));
+  if (position) applyCursor(walk.where('created_at', '<=', position.createdAt), position);
+  if (end) {
+    const before = sort.direction === 'desc' ? '>' : '<';
+    walk
+      .where('created_at', `${before}=`, end.createdAt)
+      .where((w) => w.where('created_at', before, end.createdAt).orWhere('id', '>=', end.id));
+  }
+  applySort(walk, sort).offset(range.offset).limit(range.limit);
   return db
     .select('products.*')
     .from('products')
-    .join(hits.as('hit'), 'hit.id', 'products.id')
+    .join(walk.as('hit'), 'hit.id', 'products.id')
     .orderBy([
       { column: 'hit.created_at', order: sort.direction },
       { column: 'hit.id', order: 'desc' },
@@ -201,6 +234,24 @@ export function keywordWindowQuery(
 export function createProductRepository(db: Db) {
   const visible = (viewer: AuthMember | null, filters: ProductFilters) =>
     applyFilters(db, db('products').select('*'), viewer, filters);
+
+  /**
+   * The page from the newest KEYWORD_WINDOW_ROWS rows, or null when they do not hold all of it (the index
+   * must answer). When fewer rows follow `position`, the walk saw them all and its answer is whole.
+   */
+  async function fromWindow(
+    viewer: AuthMember | null,
+    filters: ProductFilters,
+    sort: SortOrder,
+    range: { offset: number; limit: number },
+    position?: { createdAt: Date; id: number },
+  ): Promise<ProductRow[] | null> {
+    const last = (await keywordWindowEndQuery(db, sort, position).first()) as
+      { created_at: Knex.Value; id: number } | undefined;
+    const end = last ? { createdAt: last.created_at, id: Number(last.id) } : null;
+    const rows = (await keywordWindowQuery(db, viewer, filters, sort, range, end, position)) as ProductRow[];
+    return rows.length === range.limit || !end ? rows : null;
+  }
 
   return {
     async findRow(productId: number): Promise<ProductRow | undefined> {
@@ -255,8 +306,8 @@ export function createProductRepository(db: Db) {
     },
 
     /**
-     * One offset page of the visible rows; `countTotal` supplies the (cached) total. A keyword page is looked
-     * for in the newest rows first (KEYWORD_WINDOW_ROWS).
+     * One offset page of the visible rows; `countTotal` supplies the (cached) total. A page of a keyword with
+     * more than KEYWORD_WINDOW_ROWS matches is looked for in the newest rows first.
      */
     async page(
       viewer: AuthMember | null,
@@ -267,11 +318,12 @@ export function createProductRepository(db: Db) {
     ): Promise<PageSlice<ProductRow>> {
       const offset = request.page * request.size;
       if (windowFits(filters, sort, offset + request.size)) {
-        const rows = (await keywordWindowQuery(db, viewer, filters, sort, {
-          offset,
-          limit: request.size,
-        })) as ProductRow[];
-        if (rows.length === request.size) return { items: rows, total: await countTotal() };
+        const total = await countTotal();
+        if (total <= offset) return { items: [], total };
+        if (total > KEYWORD_WINDOW_ROWS) {
+          const rows = await fromWindow(viewer, filters, sort, { offset, limit: request.size });
+          if (rows) return { items: rows, total };
+        }
       }
       return fetchPage<ProductRow>(applySort(visible(viewer, filters), sort), request, countTotal);
     },
@@ -284,16 +336,10 @@ export function createProductRepository(db: Db) {
       limit: number,
     ): Promise<ProductRow[]> {
       const sort: SortOrder = { field: 'createdAt', direction: 'desc' };
+      // No count here to tell a rare keyword from a common one: the window is tried first for every keyword.
       if (windowFits(filters, sort, limit)) {
-        const rows = (await keywordWindowQuery(
-          db,
-          viewer,
-          filters,
-          sort,
-          { offset: 0, limit },
-          position,
-        )) as ProductRow[];
-        if (rows.length === limit) return rows;
+        const rows = await fromWindow(viewer, filters, sort, { offset: 0, limit }, position);
+        if (rows) return rows;
       }
       const q = visible(viewer, filters);
       if (position) applyCursor(q, position);

@@ -1,7 +1,9 @@
-// A keyword page in createdAt order is looked for among the newest KEYWORD_WINDOW_ROWS visible products
-// first, and asked of the name index only when they do not hold the whole page (product-repository.ts). The
-// answer must be the one the index alone gives: the same products in the same order, the same total, on the
-// offset list and the cursor list, whichever path served it.
+// A keyword page in createdAt order of a keyword with more than KEYWORD_WINDOW_ROWS matches is looked for
+// among the newest KEYWORD_WINDOW_ROWS products first, and asked of the name index only when they do not hold
+// the whole page; a keyword with fewer matches goes to the index at once (product-repository.ts). The answer
+// must be the one the index alone gives: the same products in the same order, the same total, on the offset
+// list and the cursor list, whichever path served it, with the same exact-match semantics (case folded, `%`,
+// `_` and quotes literal, non-ASCII and emoji compared as they are).
 import test from 'ava';
 import { KEYWORD_WINDOW_ROWS } from '../../lib/products/product-repository';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -9,12 +11,16 @@ import { createCategory, createMember, uniq } from '../helpers/factories';
 
 let app: TestApp;
 const tag = uniq();
-/** Every 4th product: ~250 matches among the newest 1,000 rows, so its first pages come from the window. */
-const COMMON = `wind${tag}`;
-/** Only in rows older than the window: every page falls back to the index. */
-const RARE = `rare${tag}`;
-/** 10 matches in the window, 30 older ones: a page of 20 straddles the window's end. */
+/** In 3 of 4 products, the newest included: its first pages come from the window. Wildcards and quotes in it. */
+const COMMON = `Wïnd%_'"😀${tag}`;
+/** In the other products: what `COMMON` would also find if `%` or `_` were wildcards. */
+const DECOY = `WïndXY'"😀${tag}`;
+/** In every product older than the window (more than KEYWORD_WINDOW_ROWS matches): the window finds none. */
+const OLD = `old${tag}`;
+/** 10 matches in the window, ~1,000 older ones: a page of 20 straddles the window's end. */
 const STRADDLE = `strad${tag}`;
+/** A few hundred matches, all old: straight to the index, no window. */
+const RARE = `rare${tag}`;
 
 interface Seeded {
   id: number;
@@ -28,16 +34,16 @@ test.before(async () => {
   app = await startTestApp({ logLevel: 'error' });
   const seller = await createMember(app, 'SELLER');
   const categoryId = await createCategory(app);
-  const total = KEYWORD_WINDOW_ROWS + 400;
+  const total = 2 * KEYWORD_WINDOW_ROWS + 600;
   const base = Date.parse('2026-01-01T00:00:00Z');
   const rows = [];
   for (let i = 0; i < total; i++) {
     // i = 0 is the oldest. Pairs share a createdAt, so the id breaks ties.
     const age = total - i; // 1 = newest
-    const names = [`Item ${i}`];
-    if (i % 4 === 0) names.push(COMMON);
+    const names = [`Item ${i}`, i % 4 === 0 ? DECOY : COMMON];
+    if (age > KEYWORD_WINDOW_ROWS + 50) names.push(OLD);
     if (age > KEYWORD_WINDOW_ROWS + 50 && i % 7 === 0) names.push(RARE);
-    if ((age <= KEYWORD_WINDOW_ROWS && i % 97 === 0) || (age > KEYWORD_WINDOW_ROWS && i % 13 === 0))
+    if ((age <= KEYWORD_WINDOW_ROWS && i % 97 === 0) || (age > KEYWORD_WINDOW_ROWS && i % 3 !== 0))
       names.push(STRADDLE);
     // A few drafts: never visible to an anonymous caller, yet inside the window.
     const status = i % 50 === 5 ? 'DRAFT' : 'ON_SALE';
@@ -54,7 +60,7 @@ test.before(async () => {
       updated_at: new Date(base),
     });
   }
-  await app.db.batchInsert('products', rows, 50);
+  await app.db.batchInsert('products', rows, 100);
   const stored = await app
     .db('products')
     .where('description', 'window test')
@@ -79,10 +85,11 @@ function expected(keyword: string): number[] {
     .map((p) => p.id);
 }
 
-/** The window query: the page's ids from the newest rows, joined back to products. */
-const WINDOW_SQL = /join \(select/i;
+/** The name index's query (3+ characters), the walk through the newest rows (bounded by where they end). */
+const INDEX_SQL = /products_name_fts|product_name_trigrams/i;
+const WINDOW_SQL = /created_at.{0,2} [<>]=/i;
 
-/** Runs `fn` and reports which list queries it sent: the window query, the index query, or both. */
+/** Runs `fn` and reports which list queries it sent: the walk of the newest rows, the index query, or both. */
 async function pathsOf(fn: () => Promise<unknown>): Promise<{ window: boolean; index: boolean }> {
   const sqls: string[] = [];
   const listen = (q: { sql: string }) => sqls.push(q.sql);
@@ -92,15 +99,18 @@ async function pathsOf(fn: () => Promise<unknown>): Promise<{ window: boolean; i
   } finally {
     app.db.off('query', listen);
   }
-  const lists = sqls.filter((sql) => /order by/i.test(sql) && /products/i.test(sql));
+  const lists = sqls.filter((sql) => /order by/i.test(sql) && /like/i.test(sql));
   return {
-    window: lists.some((sql) => WINDOW_SQL.test(sql)),
-    index: lists.some((sql) => !WINDOW_SQL.test(sql)),
+    window: lists.some((sql) => WINDOW_SQL.test(sql) && !INDEX_SQL.test(sql)),
+    index: lists.some((sql) => INDEX_SQL.test(sql)),
   };
 }
 
 async function page(keyword: string, pageNo: number, size: number) {
-  const res = await app.request('GET', `/api/v1/products?keyword=${keyword}&page=${pageNo}&size=${size}`);
+  const res = await app.request(
+    'GET',
+    `/api/v1/products?keyword=${encodeURIComponent(keyword)}&page=${pageNo}&size=${size}`,
+  );
   return { status: res.status, body: res.body };
 }
 
@@ -108,11 +118,12 @@ test.serial(
   'a common keyword: its first pages come from the window alone, equal to what the index gives',
   async (t) => {
     const all = expected(COMMON);
-    t.true(all.length > 300);
+    t.true(all.length > KEYWORD_WINDOW_ROWS);
+    // Upper case in the request: folded as everywhere; % and _ literal (the DECOY rows are not found).
     for (const pageNo of [0, 1, 4]) {
       let res!: Awaited<ReturnType<typeof page>>;
       const paths = await pathsOf(async () => {
-        res = await page(COMMON, pageNo, 20);
+        res = await page(COMMON.toUpperCase(), pageNo, 20);
       });
       t.is(res.status, 200);
       t.deepEqual(
@@ -140,11 +151,11 @@ test.serial('a page deeper than a quarter of the window goes to the index at onc
 });
 
 test.serial(
-  'a keyword only in older rows, and one straddling the window end: the index completes the page',
+  'a common keyword only in older rows, and one straddling the window end: the index completes the page',
   async (t) => {
-    for (const keyword of [RARE, STRADDLE]) {
+    for (const keyword of [OLD, STRADDLE]) {
       const all = expected(keyword);
-      t.true(all.length > 20, keyword);
+      t.true(all.length > KEYWORD_WINDOW_ROWS, keyword);
       let res!: Awaited<ReturnType<typeof page>>;
       const paths = await pathsOf(async () => {
         res = await page(keyword, 0, 20);
@@ -161,14 +172,51 @@ test.serial(
   },
 );
 
+test.serial('a keyword with fewer matches than the window has rows goes to the index at once', async (t) => {
+  const all = expected(RARE);
+  t.true(all.length > 20 && all.length <= KEYWORD_WINDOW_ROWS);
+  let res!: Awaited<ReturnType<typeof page>>;
+  const paths = await pathsOf(async () => {
+    res = await page(RARE, 0, 20);
+  });
+  t.is(res.status, 200);
+  t.deepEqual(
+    res.body.content.map((p: { id: number }) => p.id),
+    all.slice(0, 20),
+  );
+  t.is(res.body.totalElements, all.length);
+  t.deepEqual(paths, { window: false, index: true });
+});
+
+test.serial('1 and 2 character keywords with many matches walk the window too: same answers', async (t) => {
+  for (const keyword of ['ï', 'ïN', '%_']) {
+    const all = expected(keyword);
+    t.true(all.length > KEYWORD_WINDOW_ROWS, keyword);
+    for (const pageNo of [0, 3]) {
+      let res!: Awaited<ReturnType<typeof page>>;
+      const paths = await pathsOf(async () => {
+        res = await page(keyword, pageNo, 20);
+      });
+      t.is(res.status, 200);
+      t.deepEqual(
+        res.body.content.map((p: { id: number }) => p.id),
+        all.slice(pageNo * 20, pageNo * 20 + 20),
+        keyword,
+      );
+      t.is(res.body.totalElements, all.length, keyword);
+      t.deepEqual(paths, { window: true, index: false }, keyword);
+    }
+  }
+});
+
 test.serial(
   'the cursor list walks every match of each keyword in order, whichever path serves a page',
   async (t) => {
-    for (const keyword of [COMMON, STRADDLE, RARE]) {
+    for (const keyword of [COMMON, OLD, STRADDLE, RARE]) {
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
-        const query: string = `keyword=${keyword}&limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const query: string = `keyword=${encodeURIComponent(keyword)}&limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
         const res = await app.request('GET', `/api/v1/products/cursor?${query}`);
         t.is(res.status, 200);
         seen.push(...res.body.content.map((p: { id: number }) => p.id));
