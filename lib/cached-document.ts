@@ -2,6 +2,7 @@
 // public read, so a cache hit costs neither a JSON.stringify nor a hash per request (the HTTP layer turns
 // the hash into an ETag).
 import crypto from 'node:crypto';
+import type { Cache } from './cache';
 
 export interface CachedDocument {
   /** The JSON text. */
@@ -19,4 +20,20 @@ export interface CachedDocument {
 export function cachedDocument(value: unknown, current?: () => boolean): CachedDocument {
   const json = JSON.stringify(value);
   return { json, hash: crypto.createHash('sha1').update(json).digest('base64url'), current };
+}
+
+/**
+ * The document of `load()`'s value in `cache` under `key` (single-flight), current while that entry still holds
+ * it: how a cached public read gets its `current` check. (A cache whose entries wrap a document, like the
+ * product detail's, makes the check against its own entry.)
+ */
+export function loadCachedDocument(
+  cache: Cache<CachedDocument>,
+  key: string,
+  load: () => Promise<unknown>,
+): Promise<CachedDocument> {
+  return cache.getOrLoad(key, async () => {
+    const document: CachedDocument = cachedDocument(await load(), () => cache.holds(key, document));
+    return document;
+  });
 }

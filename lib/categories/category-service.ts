@@ -7,7 +7,7 @@ import { isForeignKeyViolation, isUniqueViolation } from '../db';
 import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
 import { ConflictError, ValidationError } from '../errors';
-import { cachedDocument, type CachedDocument } from '../cached-document';
+import { loadCachedDocument, type CachedDocument } from '../cached-document';
 import type { CategoryJson, CreateCategoryInput } from './category-schemas';
 import { createCategoryRepository, type CategoryRow } from './category-repository';
 
@@ -41,12 +41,7 @@ export function createCategoryService(deps: { db: Db; events: EventBus; cacheObs
   return {
     /** Every category by displayOrder then id, serialised once per cache fill. */
     list(): Promise<CachedDocument> {
-      return cache.getOrLoad(LIST_KEY, async () => {
-        const document: CachedDocument = cachedDocument((await repository.all()).map(toJson), () =>
-          cache.holds(LIST_KEY, document),
-        );
-        return document;
-      });
+      return loadCachedDocument(cache, LIST_KEY, async () => (await repository.all()).map(toJson));
     },
 
     async create(input: CreateCategoryInput): Promise<CategoryJson> {

@@ -57,7 +57,7 @@ function eligible(req: http.IncomingMessage): boolean {
 export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
   const maxEntries = deps.maxEntries ?? DEFAULT_RESPONSE_MEMO_ENTRIES;
   const log = accessLog(deps.logger);
-  // Keyed by the raw request target (path and query exactly as sent); insertion order = age.
+  // Keyed by the raw request target (path and query exactly as sent); Map order = least recently used first.
   const entries = new Map<string, Entry>();
   let replays = 0;
 
@@ -116,7 +116,12 @@ export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
           const entry = entries.get(key);
           if (entry) {
             try {
-              if (entry.current()) return replay(entry, req, res);
+              if (entry.current()) {
+                // most recently used last: a burst of other URLs drops the cold entries first
+                entries.delete(key);
+                entries.set(key, entry);
+                return replay(entry, req, res);
+              }
               entries.delete(key);
             } catch {
               // Never a 500 from here: an entry that fails is dropped and Koa answers (if nothing was sent).

@@ -154,6 +154,8 @@ function windowFits(filters: ProductFilters, sort: SortOrder, rowsNeeded: number
   return (
     Boolean(filters.keyword) &&
     sort.field === 'createdAt' &&
+    // newest first only: the window's end in ascending order (ties by id desc) is not index-ordered on MariaDB
+    sort.direction === 'desc' &&
     filters.categoryId === undefined &&
     filters.sellerId === undefined &&
     filters.minPrice === undefined &&

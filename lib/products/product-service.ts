@@ -7,7 +7,7 @@ import { centsToDecimal, toCents } from '../db';
 import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
-import { cachedDocument, type CachedDocument } from '../cached-document';
+import { cachedDocument, loadCachedDocument, type CachedDocument } from '../cached-document';
 import { mapPage, type PageSlice } from '../query-helpers';
 import type { CategoryService } from '../categories/category-service';
 import { productsJson, type ProductJson } from './product-json';
@@ -222,14 +222,9 @@ export function createProductService(deps: ProductServiceDeps) {
 
     /** ON_SALE by salesCount desc, id desc; one database load per limit per 10 minutes (single-flight). */
     popular(limit: number): Promise<CachedDocument> {
-      const key = String(limit);
-      return popularCache.getOrLoad(key, async () => {
-        const document: CachedDocument = cachedDocument(
-          await productsJson(db, await repository.popular(limit)),
-          () => popularCache.holds(key, document),
-        );
-        return document;
-      });
+      return loadCachedDocument(popularCache, String(limit), async () =>
+        productsJson(db, await repository.popular(limit)),
+      );
     },
   };
 }

@@ -141,6 +141,35 @@ test.serial(
   },
 );
 
+test.serial('an order taking stock ends the replay of the product detail and of popular', async (t) => {
+  const buyer = await createMember(app, 'BUYER');
+  const productId = await createProduct(app, seller.id, { categoryId, stockQuantity: 5 });
+  const path = `/api/v1/products/${productId}`;
+  for (const target of [path, '/api/v1/products/popular?limit=50']) {
+    await get(target);
+    t.true((await get(target)).replayed, target);
+  }
+  const ordered = await app.request('POST', '/api/v1/orders', {
+    token: buyer.token,
+    body: {
+      orderItems: [{ productId, quantity: 2 }],
+      shippingAddress: {
+        zipCode: '04524',
+        address: '1 Market Street',
+        addressDetail: '',
+        receiverName: 'Kim Buyer',
+        receiverPhone: '010-0000-0000',
+      },
+    },
+  });
+  t.is(ordered.status, 201);
+  const detail = await get(path);
+  t.false(detail.replayed);
+  t.like(detail.res.body, { stockQuantity: 3, salesCount: 2 });
+  t.false((await get('/api/v1/products/popular?limit=50')).replayed);
+  t.true((await get(path)).replayed, 'the new document is replayed');
+});
+
 test.serial('a new category and a cachesStale event end the replay of the list', async (t) => {
   const path = '/api/v1/categories';
   await get(path);
@@ -231,7 +260,7 @@ test.serial(
 );
 
 test.serial(
-  'an error in the fast path falls back to Koa (never a 500); the memo stays bounded',
+  'an error in the fast path falls back to Koa (never a 500); the memo stays bounded, least recently used out',
   async (t) => {
     const observed: string[] = [];
     const memo = createResponseMemo({
@@ -262,13 +291,17 @@ test.serial(
       t.deepEqual(observed, ['GET /doc/:n 200', 'GET /doc/:n 200']);
       t.is((await request(base, 'GET', '/doc/1')).status, 200);
       t.is(served, 4, '/doc/1 was the oldest entry and was dropped');
+      // a replay makes its entry the most recently used: /doc/1, not /doc/3, goes when /doc/5 comes
+      for (const n of [3, 5, 3]) t.is((await request(base, 'GET', `/doc/${n}`)).status, 200);
+      t.is(served, 5, 'both /doc/3 were replays');
+      t.deepEqual(memo.stats(), { entries: 2, replays: 4 });
 
       failing = true;
       const res = await request(base, 'GET', '/doc/3');
       t.is(res.status, 200);
       t.deepEqual(res.body, { path: '/doc/3' });
-      t.is(served, 5, 'Koa answered');
-      t.is(memo.stats().replays, 2);
+      t.is(served, 6, 'Koa answered');
+      t.is(memo.stats().replays, 4);
     } finally {
       server.close();
     }
