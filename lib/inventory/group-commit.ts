@@ -150,7 +150,7 @@ export function createGroupCommit(options: GroupCommitOptions) {
    * request submitted in the meantime (all the sockets read in that poll) joins it. Without that turn a
    * database that answers synchronously (better-sqlite3) commits the first request alone, and under load
    * each one alone: the whole transaction runs in microtasks before the next socket is read
-   * (bench/README.md, orders on SQLite: 1 order per commit before, ~35 after).
+   * (bench/README.md, orders, issue 13 2026-11-24: 1 order per commit before, ~50 after).
    */
   function startFlushing(): void {
     if (flushing) return;
