@@ -51,6 +51,8 @@ const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,get').split(',') as Scenar
 const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
 const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
 const SHARDS = 64;
+// Extra node flags for every instance, e.g. `--cpu-prof --cpu-prof-dir=bench/profiles` to profile them.
+const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const SPREAD_PRODUCTS = 1000;
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
 
@@ -138,6 +140,7 @@ async function startCluster(
           CLUSTER_SHARDS: String(SHARDS),
         },
         '/health/ready',
+        SERVER_NODE_ARGS,
       );
       children.push(child);
       running.add(child);

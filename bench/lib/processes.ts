@@ -43,9 +43,11 @@ export async function startChild(
   script: string,
   env: Record<string, string>,
   readyPath: string,
+  /** Extra node flags, e.g. `--cpu-prof --cpu-prof-dir=bench/profiles` to profile the child. */
+  nodeArgs: string[] = [],
 ): Promise<Child> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
