@@ -1,0 +1,65 @@
+// autocannon in a worker thread: a load generator that shares the process (so the bench can sample the service's
+// event loop from inside) but not the service's event loop, as real clients never do. Runs one autocannon load
+// over `paths` (each request takes one at random) and posts its result back.
+import { parentPort, Worker, workerData } from 'node:worker_threads';
+import autocannon from 'autocannon';
+
+export interface LoadOptions {
+  url: string;
+  connections: number;
+  /** seconds */
+  duration: number;
+  paths: string[];
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  total: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** non-2xx answers, socket errors and timeouts */
+  failed: number;
+}
+
+/** Runs the load in a worker thread; resolves with its summary. */
+export function loadInWorker(options: LoadOptions): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    // A worker does not inherit the tsx loader: it registers it, then loads this TypeScript file.
+    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
+    const worker = new Worker(bootstrap, { eval: true, workerData: options });
+    worker.once('message', (result: LoadResult) => resolve(result));
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`load worker exited with ${code}`));
+    });
+  });
+}
+
+if (parentPort && workerData) {
+  const o = workerData as LoadOptions;
+  // In a worker thread autocannon returns its raw histograms; aggregateResult turns them into the usual result.
+  const raw = await autocannon({
+    url: o.url,
+    connections: o.connections,
+    duration: o.duration,
+    requests: [
+      {
+        method: 'GET',
+        setupRequest: (req) => ({ ...req, path: o.paths[Math.floor(Math.random() * o.paths.length)] }),
+      },
+    ],
+  });
+  // (@types/autocannon does not declare aggregateResult, which autocannon exports for exactly this)
+  const aggregate = (
+    autocannon as unknown as { aggregateResult(results: unknown[], opts: object): autocannon.Result }
+  ).aggregateResult;
+  const r = aggregate([raw], { url: o.url, connections: o.connections });
+  const result: LoadResult = {
+    requestsPerSecond: r.requests.total / o.duration,
+    total: r.requests.total,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    failed: r.non2xx + r.errors + r.timeouts,
+  };
+  parentPort.postMessage(result);
+}
