@@ -3,9 +3,11 @@
 // (request id, access line, metrics, If-None-Match), never outlive its cache entry, and leave everything whose
 // answer depends on more than the URL (Authorization, Origin) to Koa.
 import http from 'node:http';
+import net from 'node:net';
 import test from 'ava';
 import Koa from 'koa';
 import { cachedDocument } from '../../lib/cached-document';
+import { createGracefulServer } from '../../lib/graceful-server';
 import { sendCachedDocument } from '../../lib/http/etag';
 import { createResponseMemo } from '../../lib/http/response-memo';
 import { createLogger } from '../../lib/logger';
@@ -307,3 +309,61 @@ test.serial(
     }
   },
 );
+
+/** Sends one request on an open keep-alive socket and resolves with the raw response (its body ends in `}`). */
+function exchange(socket: net.Socket, path: string): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString();
+      if (text.endsWith('}')) {
+        socket.off('data', onData);
+        resolve(text);
+      }
+    };
+    socket.on('data', onData);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  });
+}
+
+test.serial("a replay during a drain carries Connection: close, as the pipeline's answers do", async (t) => {
+  const memo = createResponseMemo({
+    logger: createLogger({ level: 'fatal', format: 'line', out: new LogCollector() }),
+    observe: () => undefined,
+  });
+  const koa = new Koa();
+  koa.use(memo.record);
+  koa.use((ctx) => {
+    (ctx as { routerPath?: string }).routerPath = '/doc';
+    sendCachedDocument(
+      ctx,
+      cachedDocument({ ok: true }, () => true),
+      { scope: 'public' },
+    );
+  });
+  const graceful = createGracefulServer(memo.listener(koa.callback()), {
+    requestTimeoutMs: 5_000,
+    headersTimeoutMs: 5_000,
+    keepAliveTimeoutMs: 5_000,
+    maxConnections: 10,
+  });
+  graceful.server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => graceful.server.once('listening', resolve));
+  const socket = net.connect((graceful.server.address() as net.AddressInfo).port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  try {
+    t.regex(await exchange(socket, '/doc'), /^HTTP\/1\.1 200/);
+    const warm = await exchange(socket, '/doc');
+    t.is(memo.stats().replays, 1);
+    t.notRegex(warm, /connection: close/i);
+
+    const drained = graceful.drain(5_000);
+    const during = await exchange(socket, '/doc');
+    t.is(memo.stats().replays, 2, 'answered by the memo');
+    t.regex(during, /^HTTP\/1\.1 200/);
+    t.regex(during, /\r\nconnection: close\r\n/i);
+    await drained;
+  } finally {
+    socket.destroy();
+  }
+});

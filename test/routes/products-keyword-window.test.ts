@@ -7,9 +7,10 @@
 import test from 'ava';
 import { KEYWORD_WINDOW_ROWS } from '../../lib/products/product-repository';
 import { startTestApp, type TestApp } from '../helpers/harness';
-import { createCategory, createMember, uniq } from '../helpers/factories';
+import { createCategory, createMember, uniq, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
+let seller: TestMember;
 const tag = uniq();
 /** In 3 of 4 products, the newest included: its first pages come from the window. Wildcards and quotes in it. */
 const COMMON = `Wïnd%_'"😀${tag}`;
@@ -32,7 +33,7 @@ const seeded: Seeded[] = [];
 
 test.before(async () => {
   app = await startTestApp({ logLevel: 'error' });
-  const seller = await createMember(app, 'SELLER');
+  seller = await createMember(app, 'SELLER');
   const categoryId = await createCategory(app);
   const total = 2 * KEYWORD_WINDOW_ROWS + 600;
   const base = Date.parse('2026-01-01T00:00:00Z');
@@ -77,11 +78,19 @@ test.after.always(async () => {
   await app?.close();
 });
 
-/** The visible matches of `keyword`, newest first (createdAt desc, id desc): what the index alone answers. */
-function expected(keyword: string): number[] {
+/**
+ * The visible matches of `keyword` (ON_SALE for anyone; the seller also sees its DRAFTs), newest first
+ * (createdAt desc, id desc) or oldest first (ties still by id desc): what the index alone answers.
+ */
+function expected(
+  keyword: string,
+  options: { statuses?: string[]; direction?: 'asc' | 'desc' } = {},
+): number[] {
+  const statuses = options.statuses ?? ['ON_SALE'];
+  const sign = options.direction === 'asc' ? -1 : 1;
   return seeded
-    .filter((p) => p.status === 'ON_SALE' && p.name.toLowerCase().includes(keyword.toLowerCase()))
-    .sort((a, b) => b.createdAt - a.createdAt || b.id - a.id)
+    .filter((p) => statuses.includes(p.status) && p.name.toLowerCase().includes(keyword.toLowerCase()))
+    .sort((a, b) => sign * (b.createdAt - a.createdAt) || b.id - a.id)
     .map((p) => p.id);
 }
 
@@ -89,8 +98,13 @@ function expected(keyword: string): number[] {
 const INDEX_SQL = /products_name_fts|product_name_trigrams/i;
 const WINDOW_SQL = /created_at.{0,2} [<>]=/i;
 
-/** Runs `fn` and reports which list queries it sent: the walk of the newest rows, the index query, or both. */
-async function pathsOf(fn: () => Promise<unknown>): Promise<{ window: boolean; index: boolean }> {
+/**
+ * Runs `fn` and reports which list queries it sent: the walk of the newest rows, the index query, and the plain
+ * LIKE scan (what a keyword too short for the index falls back to when the walk does not hold the page).
+ */
+async function pathsOf(
+  fn: () => Promise<unknown>,
+): Promise<{ window: boolean; index: boolean; scan: boolean }> {
   const sqls: string[] = [];
   const listen = (q: { sql: string }) => sqls.push(q.sql);
   app.db.on('query', listen);
@@ -103,13 +117,15 @@ async function pathsOf(fn: () => Promise<unknown>): Promise<{ window: boolean; i
   return {
     window: lists.some((sql) => WINDOW_SQL.test(sql) && !INDEX_SQL.test(sql)),
     index: lists.some((sql) => INDEX_SQL.test(sql)),
+    scan: lists.some((sql) => !WINDOW_SQL.test(sql) && !INDEX_SQL.test(sql)),
   };
 }
 
-async function page(keyword: string, pageNo: number, size: number) {
+async function page(keyword: string, pageNo: number, size: number, extra = '', token?: string) {
   const res = await app.request(
     'GET',
-    `/api/v1/products?keyword=${encodeURIComponent(keyword)}&page=${pageNo}&size=${size}`,
+    `/api/v1/products?keyword=${encodeURIComponent(keyword)}&page=${pageNo}&size=${size}${extra}`,
+    { token },
   );
   return { status: res.status, body: res.body };
 }
@@ -131,7 +147,7 @@ test.serial(
         all.slice(pageNo * 20, pageNo * 20 + 20),
       );
       t.is(res.body.totalElements, all.length);
-      t.deepEqual(paths, { window: true, index: false }, `page ${pageNo}`);
+      t.deepEqual(paths, { window: true, index: false, scan: false }, `page ${pageNo}`);
     }
   },
 );
@@ -147,7 +163,7 @@ test.serial('a page deeper than a quarter of the window goes to the index at onc
     res.body.content.map((p: { id: number }) => p.id),
     all.slice(260, 280),
   );
-  t.deepEqual(paths, { window: false, index: true });
+  t.deepEqual(paths, { window: false, index: true, scan: false });
 });
 
 test.serial(
@@ -167,7 +183,7 @@ test.serial(
         keyword,
       );
       t.is(res.body.totalElements, all.length);
-      t.deepEqual(paths, { window: true, index: true }, keyword);
+      t.deepEqual(paths, { window: true, index: true, scan: false }, keyword);
     }
   },
 );
@@ -185,7 +201,7 @@ test.serial('a keyword with fewer matches than the window has rows goes to the i
     all.slice(0, 20),
   );
   t.is(res.body.totalElements, all.length);
-  t.deepEqual(paths, { window: false, index: true });
+  t.deepEqual(paths, { window: false, index: true, scan: false });
 });
 
 test.serial('1 and 2 character keywords with many matches walk the window too: same answers', async (t) => {
@@ -204,10 +220,57 @@ test.serial('1 and 2 character keywords with many matches walk the window too: s
         keyword,
       );
       t.is(res.body.totalElements, all.length, keyword);
-      t.deepEqual(paths, { window: true, index: false }, keyword);
+      t.deepEqual(paths, { window: true, index: false, scan: false }, keyword);
     }
   }
 });
+
+test.serial(
+  'the window serves newest first only: oldest first takes the index; a seller sees its DRAFTs on either path',
+  async (t) => {
+    const asc = expected(COMMON, { direction: 'asc' });
+    let res!: Awaited<ReturnType<typeof page>>;
+    let paths = await pathsOf(async () => {
+      res = await page(COMMON, 0, 20, '&sort=createdAt,asc');
+    });
+    t.is(res.status, 200);
+    t.deepEqual(
+      res.body.content.map((p: { id: number }) => p.id),
+      asc.slice(0, 20),
+    );
+    t.deepEqual(paths, { window: false, index: true, scan: false }, 'asc');
+
+    // The seller's own view: its DRAFTs are visible, inside the window too.
+    const own = expected(COMMON, { statuses: ['ON_SALE', 'DRAFT'] });
+    for (const pageNo of [0, 2]) {
+      paths = await pathsOf(async () => {
+        res = await page(COMMON, pageNo, 20, '', seller.token);
+      });
+      t.is(res.status, 200);
+      t.deepEqual(
+        res.body.content.map((p: { id: number }) => p.id),
+        own.slice(pageNo * 20, pageNo * 20 + 20),
+        `seller, page ${pageNo}`,
+      );
+      t.is(res.body.totalElements, own.length);
+      t.deepEqual(paths, { window: true, index: false, scan: false }, `seller, page ${pageNo}`);
+    }
+
+    // status=DRAFT: a few dozen matches, so the count sends it to the index at once.
+    const drafts = expected(COMMON, { statuses: ['DRAFT'] });
+    t.true(drafts.length > 20 && drafts.length <= KEYWORD_WINDOW_ROWS);
+    paths = await pathsOf(async () => {
+      res = await page(COMMON, 0, 20, '&status=DRAFT', seller.token);
+    });
+    t.is(res.status, 200);
+    t.deepEqual(
+      res.body.content.map((p: { id: number }) => p.id),
+      drafts.slice(0, 20),
+    );
+    t.is(res.body.totalElements, drafts.length);
+    t.deepEqual(paths, { window: false, index: true, scan: false }, 'status=DRAFT');
+  },
+);
 
 test.serial(
   'the cursor list walks every match of each keyword in order, whichever path serves a page',
