@@ -55,11 +55,20 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       });
       child = started;
       exited = new Promise((resolve) => started.once('exit', resolve));
+      const gone = () => started.exitCode !== null || started.signalCode !== null;
+      // Our process must be the one answering: should another have taken the port since freePort() found it
+      // free, nats-server exits at once and the test fails here rather than talk to a stranger.
       await until(
-        () => accepts(port),
+        async () => {
+          if (gone())
+            throw new Error(`nats-server on port ${port} exited (${started.exitCode ?? started.signalCode})`);
+          return accepts(port);
+        },
         10_000,
         () => `nats-server on port ${port} did not start`,
       );
+      if (gone())
+        throw new Error(`nats-server on port ${port} exited (${started.exitCode ?? started.signalCode})`);
     },
     async stop() {
       if (!child) return;
