@@ -184,7 +184,7 @@ async function main(): Promise<void> {
   const file = path.join(ROOT, 'bench', 'results', `cached-ab-${stamp}.json`);
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, beforeCommit: before.commit, afterCommit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT }).toString().trim(), machine: { cpus: os.cpus().length, node: process.version, loadAverageAtStart, loadAverageAtEnd: os.loadavg() }, summary, rows }, null, 2)}\n`,
+    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, beforeCommit: before.commit, afterCommit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT }).toString().trim(), afterUncommittedChanges: execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).toString().trim() !== '', machine: { cpus: os.cpus().length, node: process.version, loadAverageAtStart, loadAverageAtEnd: os.loadavg() }, summary, rows }, null, 2)}\n`,
   );
   console.log(lines.join('\n'));
   console.log(`\nWritten ${path.relative(ROOT, file)}`);
