@@ -14,8 +14,7 @@ import knexFactory from 'knex';
 import { loadConfig } from '../lib/config';
 import { createDb, type Db } from '../lib/db';
 import { encodeCursor } from '../lib/products/cursor';
-import { seedDemo } from '../seeds/01_demo';
-import { progressBar, seedCatalog } from '../scripts/seed-demo';
+import { fillCatalog } from './lib/catalog-fill';
 import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
 import { ROOT, startChild, type Child } from './lib/processes';
 
@@ -88,26 +87,6 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** Tops the bench database up to N products (the demo seed first); reused by later runs. */
-async function fill(db: Db, o: Options, config: ReturnType<typeof loadConfig>, name: string): Promise<void> {
-  await db.migrate.latest();
-  await seedDemo(db, config);
-  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
-  if (count < o.products) {
-    await seedCatalog(db, {
-      products: o.products - count,
-      sellers: 20,
-      batch: 1000,
-      seed: 1,
-      sellerPassword: config.seedPasswords.seller,
-      bcryptCost: config.bcryptCost,
-      onProgress: progressBar('seeding products'),
-    });
-  } else {
-    process.stderr.write(`Reusing ${count} products in ${name} (--reseed to start over)\n`);
-  }
-}
-
 /**
  * SQLite: the database file in --data-dir, migrated and filled like MariaDB's, not ANALYZEd here (the service
  * takes its own statistics (`PRAGMA optimize` when it opens the database), as bench:keyword does).
@@ -124,7 +103,7 @@ async function prepareSqlite(o: Options): Promise<Db> {
   delete env.DATABASE_URL;
   const config = loadConfig(env as Record<string, string>);
   const db = createDb(config.database);
-  await fill(db, o, config, o.dataDir);
+  await fillCatalog(db, config, o.products, `${o.dataDir} (--reseed to start over)`);
   return db;
 }
 
@@ -153,7 +132,7 @@ async function prepareDatabase(o: Options): Promise<Db> {
     BCRYPT_COST: '10',
   } as Record<string, string>);
   const db = createDb(config.database);
-  await fill(db, o, config, name);
+  await fillCatalog(db, config, o.products, `${name} (--reseed to start over)`);
   await db.raw('ANALYZE TABLE products');
   return db;
 }

@@ -27,8 +27,7 @@ import {
 } from '../lib/products/product-repository';
 import { productsJson } from '../lib/products/product-json';
 import { startService } from '../lib/server';
-import { seedDemo } from '../seeds/01_demo';
-import { seedCatalog } from '../scripts/seed-demo';
+import { fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
 import { ROOT } from './lib/processes';
 
@@ -101,20 +100,7 @@ function configFor(o: Options) {
 async function prepare(o: Options): Promise<Db> {
   const config = configFor(o);
   const db = createDb(config.database);
-  await db.migrate.latest();
-  await seedDemo(db, config);
-  const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
-  if (count < o.products) {
-    process.stderr.write(`seeding ${o.products - count} products...\n`);
-    await seedCatalog(db, {
-      products: o.products - count,
-      sellers: 20,
-      batch: 1000,
-      seed: 1,
-      sellerPassword: config.seedPasswords.seller,
-      bcryptCost: config.bcryptCost,
-    });
-  }
+  await fillCatalog(db, config, o.products, o.db === 'sqlite' ? o.dataDir : o.databaseUrl);
   return db;
 }
 
