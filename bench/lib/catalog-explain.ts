@@ -38,8 +38,7 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
     .offset(90_000)
     .first('id', 'created_at');
   const cursor = deep ?? some;
-  const newest = parseSort('createdAt,desc');
-  const windowEnd = (await keywordWindowEndQuery(db, newest).first()) as
+  const windowEnd = (await keywordWindowEndQuery(db).first()) as
     { created_at: Knex.Value; id: number } | undefined;
   const queries: Array<[string, () => { toSQL(): { sql: string; bindings: readonly unknown[] } }]> = [
     [
@@ -88,7 +87,7 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
     // What the list page of a keyword with more than KEYWORD_WINDOW_ROWS matches runs first
     // (product-repository.ts): where the newest rows end, then the walk through them; the index query
     // above for a rarer keyword, or when the newest rows do not hold the page.
-    ['list keyword, where the newest rows end', () => keywordWindowEndQuery(db, newest)],
+    ['list keyword, where the newest rows end', () => keywordWindowEndQuery(db)],
     [
       'list keyword, newest rows first',
       () =>
@@ -96,7 +95,6 @@ export async function explainCatalog(db: Db): Promise<PlanRow[]> {
           db,
           null,
           { keyword: 'lamp' },
-          newest,
           { offset: 0, limit: 20 },
           windowEnd ? { createdAt: windowEnd.created_at, id: Number(windowEnd.id) } : null,
         ),

@@ -149,13 +149,18 @@ export function withCatalogVersion(db: Db, fields: Record<string, unknown>): Rec
  */
 export const KEYWORD_WINDOW_ROWS = 1000;
 
-/** A keyword page the window can answer: createdAt order, no filter but the keyword and status (README). */
+/**
+ * The window's order: newest first (in ascending order, ties by id desc, the window's end is not index-ordered
+ * on MariaDB).
+ */
+const NEWEST_FIRST: SortOrder = { field: 'createdAt', direction: 'desc' };
+
+/** A keyword page the window can answer: newest first, no filter but the keyword and status (README). */
 function windowFits(filters: ProductFilters, sort: SortOrder, rowsNeeded: number): boolean {
   return (
     Boolean(filters.keyword) &&
-    sort.field === 'createdAt' &&
-    // newest first only: the window's end in ascending order (ties by id desc) is not index-ordered on MariaDB
-    sort.direction === 'desc' &&
+    sort.field === NEWEST_FIRST.field &&
+    sort.direction === NEWEST_FIRST.direction &&
     filters.categoryId === undefined &&
     filters.sellerId === undefined &&
     filters.minPrice === undefined &&
@@ -176,24 +181,20 @@ function walkedAlong(db: Db, index: string): Knex.QueryBuilder {
 }
 
 /**
- * The last of the first KEYWORD_WINDOW_ROWS rows in `sort` order (after `position`), any status: an
- * index-only read of products_created_index (created_at, id). None when fewer rows follow.
+ * The last of the newest KEYWORD_WINDOW_ROWS rows (after `position`), any status: an index-only read of
+ * products_created_index (created_at, id). None when fewer rows follow.
  */
-export function keywordWindowEndQuery(
-  db: Db,
-  sort: SortOrder,
-  position?: { createdAt: Date; id: number },
-): Knex.QueryBuilder {
+export function keywordWindowEndQuery(db: Db, position?: { createdAt: Date; id: number }): Knex.QueryBuilder {
   const q = walkedAlong(db, 'products_created_index').select('created_at', 'id');
   if (position) applyCursor(q, position);
-  return applySort(q, sort)
+  return applySort(q, NEWEST_FIRST)
     .offset(KEYWORD_WINDOW_ROWS - 1)
     .limit(1);
 }
 
 /**
  * The keyword's matches among the rows up to `end` (the window; all rows when `end` is null), after
- * `position`, in `sort` order, `offset`/`limit` applied: the exact check alone, walked in order along
+ * `position`, newest first, `offset`/`limit` applied: the exact check alone, walked in order along
  * products_created_status_name_index (created_at, id, status, name: each row is checked from the index,
  * migration 20261124000001), which stops after the page; then the page's rows are read by id. The plain
  * `created_at` bounds are what the index range is built from; the expanded predicates settle ties.
@@ -203,7 +204,6 @@ export function keywordWindowQuery(
   db: Db,
   viewer: AuthMember | null,
   filters: ProductFilters,
-  sort: SortOrder,
   range: { offset: number; limit: number },
   end: WindowEnd | null,
   position?: { createdAt: Date; id: number },
@@ -217,18 +217,17 @@ export function keywordWindowQuery(
   applyKeywordCheck(walk, filters.keyword!, dialect.isMysql(db));
   if (position) applyCursor(walk.where('created_at', '<=', position.createdAt), position);
   if (end) {
-    const before = sort.direction === 'desc' ? '>' : '<';
     walk
-      .where('created_at', `${before}=`, end.createdAt)
-      .where((w) => w.where('created_at', before, end.createdAt).orWhere('id', '>=', end.id));
+      .where('created_at', '>=', end.createdAt)
+      .where((w) => w.where('created_at', '>', end.createdAt).orWhere('id', '>=', end.id));
   }
-  applySort(walk, sort).offset(range.offset).limit(range.limit);
+  applySort(walk, NEWEST_FIRST).offset(range.offset).limit(range.limit);
   return db
     .select('products.*')
     .from('products')
     .join(walk.as('hit'), 'hit.id', 'products.id')
     .orderBy([
-      { column: 'hit.created_at', order: sort.direction },
+      { column: 'hit.created_at', order: 'desc' },
       { column: 'hit.id', order: 'desc' },
     ]);
 }
@@ -244,14 +243,13 @@ export function createProductRepository(db: Db) {
   async function fromWindow(
     viewer: AuthMember | null,
     filters: ProductFilters,
-    sort: SortOrder,
     range: { offset: number; limit: number },
     position?: { createdAt: Date; id: number },
   ): Promise<ProductRow[] | null> {
-    const last = (await keywordWindowEndQuery(db, sort, position).first()) as
+    const last = (await keywordWindowEndQuery(db, position).first()) as
       { created_at: Knex.Value; id: number } | undefined;
     const end = last ? { createdAt: last.created_at, id: Number(last.id) } : null;
-    const rows = (await keywordWindowQuery(db, viewer, filters, sort, range, end, position)) as ProductRow[];
+    const rows = (await keywordWindowQuery(db, viewer, filters, range, end, position)) as ProductRow[];
     return rows.length === range.limit || !end ? rows : null;
   }
 
@@ -276,10 +274,6 @@ export function createProductRepository(db: Db) {
       return Number(productId);
     },
 
-    /**
-     * Updates a seller's live product (bumping its catalog version when a catalog column changes); the
-     * number of rows matched (0: gone or not theirs).
-     */
     /**
      * A seller's catalog edit of a live product (stock is written apart, through the inventory). Rows
      * matched, or null when the edit sets nothing. A status follows the stock: ON_SALE asked for a product
@@ -323,7 +317,7 @@ export function createProductRepository(db: Db) {
         const total = await countTotal();
         if (total <= offset) return { items: [], total };
         if (total > KEYWORD_WINDOW_ROWS) {
-          const rows = await fromWindow(viewer, filters, sort, { offset, limit: request.size });
+          const rows = await fromWindow(viewer, filters, { offset, limit: request.size });
           if (rows) return { items: rows, total };
         }
       }
@@ -337,10 +331,10 @@ export function createProductRepository(db: Db) {
       position: { createdAt: Date; id: number } | undefined,
       limit: number,
     ): Promise<ProductRow[]> {
-      const sort: SortOrder = { field: 'createdAt', direction: 'desc' };
+      const sort = NEWEST_FIRST;
       // No count here to tell a rare keyword from a common one: the window is tried first for every keyword.
       if (windowFits(filters, sort, limit)) {
-        const rows = await fromWindow(viewer, filters, sort, { offset: 0, limit }, position);
+        const rows = await fromWindow(viewer, filters, { offset: 0, limit }, position);
         if (rows) return rows;
       }
       const q = visible(viewer, filters);
