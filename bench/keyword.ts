@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { Knex } from 'knex';
 import { loadConfig } from '../lib/config';
 import { createDb, dialect, type Db } from '../lib/db';
@@ -330,6 +330,18 @@ async function explain(db: Db, sql: string, bindings: readonly Knex.Value[]): Pr
   return (rows as Array<{ detail: string }>).map((r) => r.detail);
 }
 
+/** The machine's CPU time so far (all cores, /proc/stat ticks): all of it, and what the hypervisor took (steal). */
+function machineTicks(): { total: number; steal: number } {
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { total: cpu.reduce((a, b) => a + b, 0), steal: cpu[7] ?? 0 };
+}
+
+/** Times this process's main thread was taken off a core while it could run (Linux), so far. */
+function involuntarySwitches(): number {
+  const status = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
+  return Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+}
+
 /**
  * N searchers against the in-process service; the event loop is sampled every 1 ms meanwhile. The searchers
  * (autocannon) run in a worker thread: in the service's own event loop their work would count as the service's
@@ -344,12 +356,24 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
     if (probe.status !== 200) throw new Error(`${name}: answered ${probe.status}`);
     await loadInWorker({ url: service.url, connections: o.searchers, duration: 2, paths });
     const delay = monitorEventLoopDelay({ resolution: 1 });
+    // What else can stall the loop besides the requests' work: the service's GC pauses (main isolate only;
+    // the worker's are its own), the machine's steal, and the main thread's preemptions.
+    const gcPauses: number[] = [];
+    const gc = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gcPauses.push(entry.duration);
+    });
+    gc.observe({ entryTypes: ['gc'] });
+    const ticksBefore = machineTicks();
+    const switchesBefore = involuntarySwitches();
+    const loadAverage = os.loadavg()[0];
     delay.enable();
     // CPU of this process (the service and the worker's autocannon together) per request: depends far less on
     // the machine's load than latency does.
     const cpuBefore = process.cpuUsage();
     const r = await loadInWorker({ url: service.url, connections: o.searchers, duration: o.duration, paths });
     delay.disable();
+    gc.disconnect();
+    const ticks = machineTicks();
     const cpu = process.cpuUsage(cpuBefore);
     const row = {
       scenario: name,
@@ -363,6 +387,12 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
       eventLoopDelayP50Ms: delay.percentile(50) / 1e6,
       eventLoopDelayP99Ms: delay.percentile(99) / 1e6,
       eventLoopDelayMaxMs: delay.max / 1e6,
+      gcPauses: gcPauses.length,
+      gcPauseMaxMs: Math.max(0, ...gcPauses),
+      gcPauseTotalMs: gcPauses.reduce((a, b) => a + b, 0),
+      stealPercent: (100 * (ticks.steal - ticksBefore.steal)) / Math.max(1, ticks.total - ticksBefore.total),
+      mainThreadPreemptions: involuntarySwitches() - switchesBefore,
+      loadAverageAtStart: loadAverage,
     };
     process.stderr.write(`${JSON.stringify(row)}\n`);
     return row;
@@ -434,11 +464,11 @@ async function main(): Promise<void> {
         `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} | ${Number(q.serviceMedianMs).toFixed(1)} |`,
     ),
     '',
-    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | loop delay p99 ms | loop delay max ms |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | loop delay p99 ms | loop delay max ms | GC max ms | steal % | load |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...service.map(
       (s) =>
-        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} |`,
+        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
     ),
     '',
     '| target | measured | goal | met |',
