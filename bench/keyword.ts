@@ -336,6 +336,9 @@ function machineTicks(): { total: number; steal: number } {
   return { total: cpu.reduce((a, b) => a + b, 0), steal: cpu[7] ?? 0 };
 }
 
+/** perf_hooks' GC entry kinds (NODE_PERFORMANCE_GC_*). */
+const GC_KINDS: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weakcb' };
+
 /** Times this process's main thread was taken off a core while it could run (Linux), so far. */
 function involuntarySwitches(): number {
   const status = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
@@ -359,13 +362,19 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
     // What else can stall the loop besides the requests' work: the service's GC pauses (main isolate only;
     // the worker's are its own), the machine's steal, and the main thread's preemptions.
     const gcPauses: number[] = [];
+    const gcMaxByKind: Record<string, number> = {};
     const gc = new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) gcPauses.push(entry.duration);
+      for (const entry of list.getEntries()) {
+        gcPauses.push(entry.duration);
+        const kind = GC_KINDS[(entry as { detail?: { kind?: number } }).detail?.kind ?? 0] ?? 'other';
+        gcMaxByKind[kind] = Math.max(gcMaxByKind[kind] ?? 0, entry.duration);
+      }
     });
     gc.observe({ entryTypes: ['gc'] });
     const ticksBefore = machineTicks();
     const switchesBefore = involuntarySwitches();
     const loadAverage = os.loadavg()[0];
+    const heapUsedMb = process.memoryUsage().heapUsed / 2 ** 20;
     delay.enable();
     // CPU of this process (the service and the worker's autocannon together) per request: depends far less on
     // the machine's load than latency does.
@@ -390,6 +399,8 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
       gcPauses: gcPauses.length,
       gcPauseMaxMs: Math.max(0, ...gcPauses),
       gcPauseTotalMs: gcPauses.reduce((a, b) => a + b, 0),
+      gcPauseMaxMsByKind: gcMaxByKind,
+      heapUsedMbAtStart: heapUsedMb,
       stealPercent: (100 * (ticks.steal - ticksBefore.steal)) / Math.max(1, ticks.total - ticksBefore.total),
       mainThreadPreemptions: involuntarySwitches() - switchesBefore,
       loadAverageAtStart: loadAverage,
