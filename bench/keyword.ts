@@ -1,6 +1,6 @@
 // `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
 //   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]
-//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1]`
+//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1] [--rate <requests/s>]`
 // The keyword search at 100k products, on either database:
 // 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
 //    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
@@ -50,6 +50,11 @@ interface Options {
   /** The service scenarios without (`off`) and/or with (`on`) the cache of public list pages, alternating. */
   listCache: 'both' | 'on' | 'off';
   serviceRounds: number;
+  /**
+   * The searchers' rate in all (requests/s); absent: each sends its next request as soon as the last is answered,
+   * so a cheaper service gets more requests (and the generator in the same process takes more CPU).
+   */
+  rate?: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -80,10 +85,13 @@ function parseArgs(argv: string[]): Options {
       if (mode !== 'both' && mode !== 'on' && mode !== 'off')
         throw new Error('--list-cache is both, on or off');
       o.listCache = mode;
-    } else if (['--products', '--rounds', '--duration', '--searchers', '--service-rounds'].includes(flag)) {
+    } else if (
+      ['--products', '--rounds', '--duration', '--searchers', '--service-rounds', '--rate'].includes(flag)
+    ) {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a whole number`);
       if (flag === '--service-rounds') o.serviceRounds = n;
+      else if (flag === '--rate') o.rate = n;
       else o[flag.slice(2) as 'products' | 'rounds' | 'duration' | 'searchers'] = n;
     } else throw new Error(`Unknown argument ${argv[i]}`);
   }
@@ -357,7 +365,7 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
   try {
     const probe = await fetch(service.url + paths[0]);
     if (probe.status !== 200) throw new Error(`${name}: answered ${probe.status}`);
-    await loadInWorker({ url: service.url, connections: o.searchers, duration: 2, paths });
+    await loadInWorker({ url: service.url, connections: o.searchers, duration: 2, paths, rate: o.rate });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     // What else can stall the loop besides the requests' work: the service's GC pauses (main isolate only;
     // the worker's are its own), the machine's steal, and the main thread's preemptions.
@@ -379,7 +387,13 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
     // CPU of this process (the service and the worker's autocannon together) per request: depends far less on
     // the machine's load than latency does.
     const cpuBefore = process.cpuUsage();
-    const r = await loadInWorker({ url: service.url, connections: o.searchers, duration: o.duration, paths });
+    const r = await loadInWorker({
+      url: service.url,
+      connections: o.searchers,
+      duration: o.duration,
+      paths,
+      rate: o.rate,
+    });
     delay.disable();
     gc.disconnect();
     const ticks = machineTicks();
