@@ -110,6 +110,7 @@ const envSchema = yup.object({
   BCRYPT_CONCURRENCY: int(1, 64).optional(),
   BCRYPT_QUEUE_LIMIT: int(0, 10_000).default(32),
   AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
+  PRODUCT_LIST_CACHE_ENTRIES: int(0, 100_000).default(1_000),
   PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
   TRUST_PROXY: bool().default(false),
   TRUST_PROXY_HOPS: int(1, 20).default(1),
@@ -202,6 +203,8 @@ export interface Config {
   bcrypt: { concurrency: number; queueLimit: number };
   /** How long an authenticated request may rely on a cached member role and token version. */
   authMemberCacheSeconds: number;
+  /** Anonymous product list pages held by the product service (0: none cached). */
+  productListCacheEntries: number;
   /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
   pruneIntervalSeconds: number;
   /** Koa's `proxy` and `maxIpsCount`: whether X-Forwarded-For names the client, through how many proxies. */
@@ -380,6 +383,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queueLimit: v.BCRYPT_QUEUE_LIMIT,
     },
     authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
+    productListCacheEntries: v.PRODUCT_LIST_CACHE_ENTRIES,
     pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
     trustProxy: { enabled: v.TRUST_PROXY, hops: v.TRUST_PROXY_HOPS },
     metricsToken: v.METRICS_TOKEN ?? null,

@@ -98,6 +98,7 @@ export function createServices(deps: Deps) {
     stockWrites: createInventoryStockWrites(deps.db, inventory),
     quotas,
     cacheObserver,
+    listCacheEntries: deps.config.productListCacheEntries,
   });
   const refreshTokens = createRefreshTokenStore({ ...deps, tokens });
   const rateLimits = createRateLimits(deps);

@@ -16,6 +16,8 @@ import {
   updateProductBody,
 } from '../lib/products/product-schemas';
 import { POPULAR_CACHE_TTL_SECONDS } from '../lib/products/product-service';
+import type { ProductJson } from '../lib/products/product-json';
+import type { PageSlice } from '../lib/query-helpers';
 import type { Services } from '../lib/services';
 
 const POPULAR_HEADERS = cachingResponseHeaders(
@@ -23,6 +25,11 @@ const POPULAR_HEADERS = cachingResponseHeaders(
 );
 const DETAIL_HEADERS = cachingResponseHeaders(
   'public, no-cache (stored, but revalidated on every use, so never stale after a write); private, no-store for a DRAFT seen by its seller or an admin',
+);
+// Only the public catalogue's pages are cached documents; a seller's or an admin's list carries neither header.
+const LIST_HEADERS = cachingResponseHeaders(
+  'public, no-cache (stored, but revalidated on every use, so never stale after a write); sent to anonymous callers and buyers only',
+  false,
 );
 const notModified = (headers: ReturnType<typeof cachingResponseHeaders>) => ({
   description: 'Not modified (If-None-Match matched the ETag)',
@@ -79,12 +86,24 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       tags: ['Products'],
       auth: 'public',
       query: listProductsQuery,
+      headers: ifNoneMatchHeaders,
       responses: {
-        200: { description: 'A page of products', schema: productPageShape },
+        200: {
+          description:
+            'A page of products. The public catalogue’s pages (anonymous, buyers) are cached until the next product change and carry an ETag (304 on If-None-Match); a seller’s or an admin’s are not',
+          schema: productPageShape,
+          headers: LIST_HEADERS,
+        },
+        304: notModified(LIST_HEADERS),
         ...errorResponses(400, 401),
       },
       handler: async ({ query, auth }, ctx) => {
-        ctx.body = pageEnvelope(await services.products.list(auth, query), query);
+        const envelope = (page: PageSlice<ProductJson>) => pageEnvelope(page, query);
+        if (services.products.seesPublicOnly(auth)) {
+          sendCachedDocument(ctx, await services.products.publicList(query, envelope), { scope: 'public' });
+        } else {
+          ctx.body = envelope(await services.products.list(auth, query));
+        }
       },
     }),
     defineRoute({

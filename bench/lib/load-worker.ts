@@ -10,6 +10,8 @@ export interface LoadOptions {
   /** seconds */
   duration: number;
   paths: string[];
+  /** Requests per second over all connections (autocannon's overallRate); absent: as fast as they answer. */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -42,6 +44,7 @@ if (parentPort && workerData) {
     url: o.url,
     connections: o.connections,
     duration: o.duration,
+    ...(o.rate ? { overallRate: o.rate } : {}),
     requests: [
       {
         method: 'GET',

@@ -26,15 +26,18 @@ export const ifNoneMatchHeaders = strictObject({
   }),
 });
 
-/** The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation). */
-export function cachingResponseHeaders(cacheControlDescription: string) {
+/**
+ * The response headers of a cached GET (200 and 304), for a route's `responses` (OpenAPI documentation).
+ * `required: false` for a route that sends them only to some callers.
+ */
+export function cachingResponseHeaders(cacheControlDescription: string, required = true) {
   return {
     ETag: {
       description: 'Strong validator of the JSON body; send it back in If-None-Match',
-      required: true,
+      required,
       schema: { type: 'string', pattern: '^"[A-Za-z0-9_-]+"$' },
     },
-    'Cache-Control': { description: cacheControlDescription, required: true, schema: { type: 'string' } },
+    'Cache-Control': { description: cacheControlDescription, required, schema: { type: 'string' } },
   };
 }
 

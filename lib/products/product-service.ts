@@ -21,6 +21,9 @@ import type { CreateProductInput, CursorPage, UpdateProductInput } from './produ
 export const DETAIL_CACHE_TTL_SECONDS = 300;
 export const POPULAR_CACHE_TTL_SECONDS = 600;
 export const COUNT_CACHE_TTL_SECONDS = 10;
+/** The list pages of the public catalogue live as long as a cached count (their totalElements) would. */
+export const LIST_CACHE_TTL_SECONDS = COUNT_CACHE_TTL_SECONDS;
+export const DEFAULT_LIST_CACHE_ENTRIES = 1_000;
 
 export type { CursorPage };
 
@@ -41,6 +44,19 @@ export interface ProductServiceDeps {
   quotas: SellerQuotas;
   /** Told of every cache lookup (metrics). */
   cacheObserver?: CacheObserver;
+  /** Public list pages kept (DEFAULT_LIST_CACHE_ENTRIES); 0: none, every list request reads the database. */
+  listCacheEntries?: number;
+}
+
+/** The offset list's query: the filters, the page and the sort. */
+export type ListQuery = ProductFilters & { page: number; size: number; sort: string };
+
+/**
+ * What a viewer may see of the catalogue, as a cache key part: the public set (null: anonymous and buyers),
+ * a seller's own drafts too, or an admin's everything.
+ */
+function visibilityKey(viewer: AuthMember | null): number | 'ADMIN' | null {
+  return viewer?.role === 'SELLER' ? viewer.id : viewer?.role === 'ADMIN' ? 'ADMIN' : null;
 }
 
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
@@ -68,15 +84,29 @@ export function createProductService(deps: ProductServiceDeps) {
     observer: deps.cacheObserver,
   });
 
+  // Whole list pages (the JSON the route sends) for viewers who see the public catalogue only, per query.
+  // Any product change may add a product to a page, drop one or change one shown, so every change (the ones
+  // that drop a detail, from this process, orders, images or another instance) drops them all, before the
+  // writer's response: a list page never shows an older state than the detail. Bounded: a full cache serves
+  // what it holds and adds nothing until entries expire.
+  const listCacheEntries = deps.listCacheEntries ?? DEFAULT_LIST_CACHE_ENTRIES;
+  const listCache = createCache<CachedDocument>(LIST_CACHE_TTL_SECONDS, {
+    name: 'product_list',
+    observer: deps.cacheObserver,
+    maxEntries: listCacheEntries,
+  });
+
   events.on('productChanged', ({ productId }) => {
     detailCache.del(String(productId));
     popularCache.flush();
     countCache.flush();
+    listCache.flush();
   });
   events.on('cachesStale', () => {
     detailCache.flush();
     popularCache.flush();
     countCache.flush();
+    listCache.flush();
   });
 
   async function loadOne(productId: number): Promise<ProductJson | null> {
@@ -106,6 +136,22 @@ export function createProductService(deps: ProductServiceDeps) {
     const json = await loadOne(productId);
     if (!json || json.status === 'DELETED') throw notFound(productId);
     return json;
+  }
+
+  async function list(viewer: AuthMember | null, query: ListQuery): Promise<PageSlice<ProductJson>> {
+    const countKey = JSON.stringify([
+      // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
+      visibilityKey(viewer),
+      query.keyword ?? null,
+      query.categoryId ?? null,
+      query.sellerId ?? null,
+      query.status ?? null,
+      query.minPrice ?? null,
+      query.maxPrice ?? null,
+    ]);
+    const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
+    const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
+    return mapPage(page, (rows) => productsJson(db, rows));
   }
 
   return {
@@ -182,23 +228,37 @@ export function createProductService(deps: ProductServiceDeps) {
       await events.emit('productChanged', { productId, origin: 'catalog' });
     },
 
-    async list(
-      viewer: AuthMember | null,
-      query: ProductFilters & { page: number; size: number; sort: string },
-    ): Promise<PageSlice<ProductJson>> {
-      const countKey = JSON.stringify([
-        // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
-        viewer?.role === 'SELLER' ? viewer.id : viewer?.role === 'ADMIN' ? 'ADMIN' : null,
+    list,
+
+    /** True when `viewer` sees the public catalogue only (anonymous, a buyer): its list pages are `publicList`'s. */
+    seesPublicOnly(viewer: AuthMember | null): boolean {
+      return visibilityKey(viewer) === null;
+    },
+
+    /**
+     * A list page of the public catalogue as the document the route sends (`envelope` makes the body from the
+     * page), cached per query (single-flight) until the next product change or LIST_CACHE_TTL_SECONDS.
+     */
+    publicList(
+      query: ListQuery,
+      envelope: (page: PageSlice<ProductJson>) => unknown,
+    ): Promise<CachedDocument> {
+      const load = async () => envelope(await list(null, query));
+      if (listCacheEntries === 0) return load().then((body) => cachedDocument(body));
+      const sort = parseSort(query.sort);
+      const key = JSON.stringify([
         query.keyword ?? null,
         query.categoryId ?? null,
         query.sellerId ?? null,
         query.status ?? null,
         query.minPrice ?? null,
         query.maxPrice ?? null,
+        query.page,
+        query.size,
+        sort.field,
+        sort.direction,
       ]);
-      const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
-      const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
-      return mapPage(page, (rows) => productsJson(db, rows));
+      return loadCachedDocument(listCache, key, load);
     },
 
     /** Keyset list by createdAt desc, id desc: reads limit + 1 rows to learn whether more follow. */
