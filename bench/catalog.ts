@@ -10,11 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import knexFactory from 'knex';
 import { loadConfig } from '../lib/config';
 import { createDb, type Db } from '../lib/db';
 import { encodeCursor } from '../lib/products/cursor';
-import { fillCatalog } from './lib/catalog-fill';
+import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
 import { ROOT, startChild, type Child } from './lib/processes';
 
@@ -110,21 +109,7 @@ async function prepareSqlite(o: Options): Promise<Db> {
 /** Creates the bench database if needed (or afresh with --reseed), migrates it and tops it up to N products. */
 async function prepareDatabase(o: Options): Promise<Db> {
   if (o.db === 'sqlite') return prepareSqlite(o);
-  const url = new URL(o.databaseUrl);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error('The bench database name must be [A-Za-z0-9_]+');
-  const server = knexFactory({
-    client: 'mysql2',
-    connection: `${url.protocol}//${url.username ? `${url.username}${url.password ? `:${url.password}` : ''}@` : ''}${url.host}`,
-  });
-  try {
-    if (o.reseed) await server.raw(`DROP DATABASE IF EXISTS \`${name}\``);
-    await server.raw(
-      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    );
-  } finally {
-    await server.destroy();
-  }
+  const name = await ensureMysqlDatabase(o.databaseUrl, o.reseed);
   const config = loadConfig({
     ...process.env,
     NODE_ENV: 'development',

@@ -30,7 +30,7 @@ import { productsJson } from '../lib/products/product-json';
 import { cachedDocument } from '../lib/cached-document';
 import { pageEnvelope } from '../lib/http/pagination';
 import { startService } from '../lib/server';
-import { fillCatalog } from './lib/catalog-fill';
+import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
 import { ROOT } from './lib/processes';
 
@@ -122,6 +122,7 @@ function configFor(o: Options, listCache: 'on' | 'off' = 'on') {
 }
 
 async function prepare(o: Options): Promise<Db> {
+  if (o.db === 'mysql') await ensureMysqlDatabase(o.databaseUrl);
   const config = configFor(o);
   const db = createDb(config.database);
   await fillCatalog(db, config, o.products, o.db === 'sqlite' ? o.dataDir : o.databaseUrl);
