@@ -193,7 +193,7 @@ export function createStockRegistry(options: RegistryOptions) {
       const entry = entries.get(productId);
       if (!entry) return null;
       const { context, value } = entry.actor.getSnapshot();
-      // The top-level state (`ready` covers its `holding` / `idle` substates).
+      // The top-level state (kept general: a state with substates reports its own name).
       const status = typeof value === 'string' ? value : Object.keys(value)[0];
       return { stock: context.product?.stock ?? 0, reserved: context.reserved, status };
     },
