@@ -51,6 +51,8 @@ export interface ProductStockContext {
   product: ProductView | null;
   /** Units reserved by orders whose transaction has not committed yet. */
   reserved: number;
+  /** Whether the actor held a reservation at some point of the current idle period (see `ready`). */
+  heldThisPeriod: boolean;
   loadedAt: number;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
@@ -99,7 +101,9 @@ const stockSetup = setup({
     fits: ({ context }, params: { quantity: number }) =>
       judgeLine(context.product, params.quantity, available(context)) === null,
     viewIsStale: ({ context }, params: { at: number }) => params.at - context.loadedAt > context.freshMs,
-    holdsNothing: ({ context }) => context.reserved === 0 && context.pending.length === 0,
+    /** Nothing reserved or waiting now, and nothing reserved at any time since the idle period began. */
+    idleAllPeriod: ({ context }) =>
+      context.reserved === 0 && context.pending.length === 0 && !context.heldThisPeriod,
   },
   actions: {
     defer: assign({
@@ -111,9 +115,12 @@ const stockSetup = setup({
       enqueue.assign({ pending: [] });
     }),
     adoptLoaded: assign((_, params: LoadedView) => ({ product: params.view, loadedAt: params.at })),
-    reserve: assign({
-      reserved: ({ context }, params: { quantity: number }) => context.reserved + params.quantity,
-    }),
+    reserve: assign(({ context }, params: { quantity: number }) => ({
+      reserved: context.reserved + params.quantity,
+      heldThisPeriod: true,
+    })),
+    // A new idle period begins: it counts as held if the actor holds something as it begins.
+    beginIdlePeriod: assign({ heldThisPeriod: ({ context }) => context.reserved > 0 }),
     release: assign({
       reserved: ({ context }, params: { quantity: number }) =>
         Math.max(0, context.reserved - params.quantity),
@@ -170,6 +177,7 @@ export const productStockMachine = stockSetup.createMachine({
     freshMs: input.freshMs,
     product: null,
     reserved: 0,
+    heldThisPeriod: false,
     loadedAt: 0,
     pending: [],
     current: null,
@@ -190,43 +198,29 @@ export const productStockMachine = stockSetup.createMachine({
       on: deferEach,
     },
     ready: {
-      description: 'Deciding commands in memory, one at a time',
-      entry: 'replayDeferred',
-      // Commands are targetless transitions (no exit/entry per command); only becoming idle starts the
-      // idle timer, and taking a reservation again cancels it by leaving `idle`.
-      initial: 'holding',
-      states: {
-        holding: {
-          description: 'Some units are reserved by orders not yet committed',
-          always: { guard: 'holdsNothing', target: 'idle' },
-          on: {
-            RESERVE: {
-              guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
-              actions: [
-                { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
-                { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
-              ],
-            },
-          },
-        },
-        idle: {
-          description: 'Nothing reserved: passivates when nothing is reserved for `idleMs`',
-          after: { idle: { target: '#productStock.passivated' } },
-          on: {
-            RESERVE: {
-              guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
-              target: 'holding',
-              actions: [
-                { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
-                { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
-              ],
-            },
-          },
-        },
+      description:
+        'Deciding commands in memory, one at a time; passivates after a whole idle period (`idleMs`) with nothing reserved',
+      entry: ['replayDeferred', 'beginIdlePeriod'],
+      // Commands are targetless transitions: no exit, entry or timer per command (an order's RESERVE and
+      // COMMITTED each cost one machine step). One timer per idle period decides: an actor that held nothing
+      // for the whole period passivates, any other begins the next period. So an actor passivates between
+      // `idleMs` and twice that after it last held anything.
+      after: {
+        idle: [
+          { guard: 'idleAllPeriod', target: '#productStock.passivated' },
+          { target: 'ready', reenter: true },
+        ],
       },
       on: {
-        // A RESERVE that does not fit: re-read a stale view before refusing, else refuse.
         RESERVE: [
+          {
+            guard: { type: 'fits', params: ({ event }) => ({ quantity: event.quantity }) },
+            actions: [
+              { type: 'reserve', params: ({ event }) => ({ quantity: event.quantity }) },
+              { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
+            ],
+          },
+          // It does not fit: re-read a stale view before refusing, else refuse.
           {
             guard: { type: 'viewIsStale', params: ({ event }) => ({ at: event.at }) },
             target: 'loading',

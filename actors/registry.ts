@@ -135,6 +135,15 @@ export function createStockRegistry(options: RegistryOptions) {
     committed(reservation: Reservation): void {
       tell(reservation.entry, { type: 'COMMITTED', quantity: reservation.quantity });
     },
+    /**
+     * A committed batch's reservations: one COMMITTED per actor with its units summed, so a batch of 32
+     * orders of one hot product is one message (and one machine step), not 32.
+     */
+    committedAll(reservations: Reservation[]): void {
+      const totals = new Map<Entry, number>();
+      for (const { entry, quantity } of reservations) totals.set(entry, (totals.get(entry) ?? 0) + quantity);
+      for (const [entry, quantity] of totals) tell(entry, { type: 'COMMITTED', quantity });
+    },
     /** Stock given back by a committed transaction (only an active actor needs to know). */
     restocked(productId: number, quantity: number): void {
       tell(entries.get(productId), { type: 'RESTOCKED', quantity });
@@ -184,7 +193,7 @@ export function createStockRegistry(options: RegistryOptions) {
       const entry = entries.get(productId);
       if (!entry) return null;
       const { context, value } = entry.actor.getSnapshot();
-      // The top-level state (`ready` covers its `holding` / `idle` substates).
+      // The top-level state (kept general: a state with substates reports its own name).
       const status = typeof value === 'string' ? value : Object.keys(value)[0];
       return { stock: context.product?.stock ?? 0, reserved: context.reserved, status };
     },

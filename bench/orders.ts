@@ -12,7 +12,8 @@
 //
 // Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_CONCURRENCY [64],
 // BENCH_DURATION_MS [10000], BENCH_WARMUP_MS [2000], BENCH_ROUNDS [2], BENCH_SCENARIOS [hot,spread,cart],
-// BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20], BENCH_SERVER_NODE_ARGS (flags for the server process).
+// BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20], BENCH_SERVER_NODE_ARGS (flags for the server process,
+// after the ones `npm start` gives it).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -26,7 +27,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
-import { cpuMicros, groupCommitBatches } from './lib/metrics';
+import { cpuMicros, groupCommitBatches, peakRssMb } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
 type Scenario = 'hot' | 'spread' | 'cart';
@@ -51,8 +52,22 @@ function dbFlag(argv: string[]): 'mysql' | 'sqlite' {
   return value;
 }
 const DB = dbFlag(process.argv.slice(2));
+/**
+ * The node flags `npm start` gives the server (package.json's start script, e.g. the young generation's
+ * size), so the bench measures the service as it is run; `--import tsx` is added by startServer.
+ */
+function startScriptFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  return words.filter(
+    (word, i) => word.startsWith('--') && word !== '--import' && words[i - 1] !== '--import',
+  );
+}
+const START_FLAGS = startScriptFlags();
 // Extra node flags for the server process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
-const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const SERVER_NODE_ARGS = [...START_FLAGS, ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
 const SPREAD_PRODUCTS = 1000;
 
 interface RunResult {
@@ -71,6 +86,8 @@ interface RunResult {
   serverCpuUsPerOrder: number;
   /** Requests per group-commit transaction (actor mode; null in transactional mode). */
   ordersPerCommit: number | null;
+  /** The server process's peak resident memory since it started (VmHWM), after this scenario, in MB. */
+  serverPeakRssMb: number;
   oversell: boolean;
   conserved: boolean;
 }
@@ -228,6 +245,7 @@ async function load(server: { port: number; pid: number }, fixture: OrderWorld, 
     // actor mode only: requests per group-commit transaction over the measured window
     ordersPerCommit:
       commits > 0 ? Number(((batchesAfter.sum - batchesBefore.sum) / commits).toFixed(1)) : null,
+    serverPeakRssMb: peakRssMb(server.pid),
   };
 }
 
@@ -268,7 +286,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
       });
       results.push({ round, mode, scenario, ...measured, ...stock });
       process.stdout.write(
-        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order, ${measured.ordersPerCommit ?? '-'} orders/commit, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
+        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order, ${measured.ordersPerCommit ?? '-'} orders/commit, peak RSS ${measured.serverPeakRssMb} MB, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
       );
     }
   } finally {
@@ -368,6 +386,7 @@ async function main(): Promise<void> {
           warmupMs: WARMUP_MS,
           rounds: ROUNDS,
           dbPoolMax: Number(POOL_MAX),
+          serverNodeArgs: SERVER_NODE_ARGS,
         },
         machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
         ratios,

@@ -33,3 +33,13 @@ export function pidOf(name: string): number | null {
     return null;
   }
 }
+
+/** A process's peak resident memory so far (VmHWM), in MB, from Linux /proc; 0 once it is gone. */
+export function peakRssMb(pid: number): number {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round(Number(kb) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}

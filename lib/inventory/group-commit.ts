@@ -57,7 +57,11 @@ async function writeAll(
 ) {
   const results: unknown[] = new Array(batch.length);
   const byWriter = new Map<StockWriter<unknown, unknown>, number[]>();
-  batch.forEach((entry, index) => byWriter.set(entry.writer, [...(byWriter.get(entry.writer) ?? []), index]));
+  batch.forEach((entry, index) => {
+    const indexes = byWriter.get(entry.writer);
+    if (indexes) indexes.push(index);
+    else byWriter.set(entry.writer, [index]);
+  });
   for (const [writer, indexes] of byWriter) {
     const written = await writer.write(
       trx,
@@ -72,9 +76,11 @@ async function writeAll(
 /** Whether a batch whose COMMIT was lost is in the database (each writer checks its own rows). */
 async function batchCommitted(db: Db, batch: Queued[], results: unknown[]): Promise<boolean> {
   const byWriter = new Map<StockWriter<unknown, unknown>, unknown[]>();
-  batch.forEach((entry, index) =>
-    byWriter.set(entry.writer, [...(byWriter.get(entry.writer) ?? []), results[index]]),
-  );
+  batch.forEach((entry, index) => {
+    const written = byWriter.get(entry.writer);
+    if (written) written.push(results[index]);
+    else byWriter.set(entry.writer, [results[index]]);
+  });
   for (const [writer, written] of byWriter) if (!(await writer.committed(db, written))) return false;
   return true;
 }
@@ -133,7 +139,7 @@ export function createGroupCommit(options: GroupCommitOptions) {
       }
       return;
     }
-    for (const entry of batch) for (const reservation of entry.reservations) registry.committed(reservation);
+    registry.committedAll(batch.flatMap((entry) => entry.reservations));
     options.onBatchCommitted?.(batch.length);
     // Answer after the announcements (caches dropped), without holding up the next batch.
     const done = options

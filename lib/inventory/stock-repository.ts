@@ -80,12 +80,24 @@ export async function deductStock(
   return refused;
 }
 
+/** Rows a raw UPDATE matched: mysql2's `[ResultSetHeader]`, better-sqlite3's `{ changes }`. */
+function rawAffectedRows(result: unknown): number {
+  const header = Array.isArray(result) ? (result[0] as { affectedRows?: number }) : undefined;
+  return Number(header?.affectedRows ?? (result as { changes?: number })?.changes ?? 0);
+}
+
+// The status rule with the stock after the change, `stock_quantity - ?`: `status` binds nothing, so the
+// rule's one binding is that quantity (checked here, once).
+const STATUS_AFTER_DEDUCTION = statusFollowingStockSql(sql('status'), sql('stock_quantity - ?', 0));
+if (STATUS_AFTER_DEDUCTION.bindings.length !== 1) throw new Error('the status rule must bind only the stock');
+
 /**
  * The group commit's deduction: ONE guarded UPDATE for many products (a CASE per column), so a batch
  * over 64 products costs one round trip, not 64. Rows are locked in primary-key order, as the
  * per-product form does. Each product's catalog version is one more bound value of a CASE. Returns
  * false when any product's guard refused (the caller rolls back and has the products re-read); which
- * one does not matter then, the whole batch decides again.
+ * one does not matter then, the whole batch decides again. The statement is built as text (the same SQL
+ * knex's builder produced from nested raw CASEs, which took ~125 us for 32 products), `status` first.
  */
 export async function deductStockBatch(
   trx: Knex.Transaction,
@@ -95,41 +107,27 @@ export async function deductStockBatch(
   const sorted = [...changes].sort((a, b) => a.productId - b.productId);
   for (let start = 0; start < sorted.length; start += 500) {
     const chunk = sorted.slice(start, start + 500);
-    const cases = (expression: (change: JudgedStockChange) => [string, Knex.Value[]]) => {
-      const parts: string[] = [];
-      const bindings: Knex.Value[] = [];
-      for (const change of chunk) {
-        const [text, values] = expression(change);
-        parts.push(`WHEN ? THEN ${text}`);
-        bindings.push(change.productId, ...values);
-      }
-      return trx.raw(`CASE id ${parts.join(' ')} END`, bindings);
-    };
-    const result = await trx('products')
-      .whereIn(
-        'id',
-        chunk.map((change) => change.productId),
-      )
-      .andWhere('status', 'ON_SALE')
-      .andWhere(
-        'catalog_version',
-        cases((change) => ['?', [change.catalogVersion]]),
-      )
-      .andWhere(
-        'stock_quantity',
-        '>=',
-        cases((change) => ['?', [change.quantity]]),
-      )
-      .update({
-        status: cases((change) => {
-          const part = statusFollowingStockSql(sql('status'), sql('stock_quantity - ?', change.quantity));
-          return [part.sql, part.bindings];
-        }),
-        stock_quantity: trx.raw('stock_quantity - ?', [cases((change) => ['?', [change.quantity]])]),
-        sales_count: trx.raw('sales_count + ?', [cases((change) => ['?', [change.quantity]])]),
-        updated_at: now,
-      });
-    if (affectedRows(result) !== chunk.length) return false;
+    const whens = (then: string) => `CASE id ${chunk.map(() => `WHEN ? THEN ${then}`).join(' ')} END`;
+    const pairs = (value: (change: JudgedStockChange) => Knex.Value[]) =>
+      chunk.flatMap((change) => [change.productId, ...value(change)]);
+    const text =
+      `update \`products\` set \`status\` = ${whens(STATUS_AFTER_DEDUCTION.sql)}, ` +
+      `\`stock_quantity\` = stock_quantity - ${whens('?')}, ` +
+      `\`sales_count\` = sales_count + ${whens('?')}, \`updated_at\` = ? ` +
+      `where \`id\` in (${chunk.map(() => '?').join(', ')}) and \`status\` = ? ` +
+      `and \`catalog_version\` = ${whens('?')} and \`stock_quantity\` >= ${whens('?')}`;
+    const quantity = (change: JudgedStockChange) => [change.quantity];
+    const bindings: Knex.Value[] = [
+      ...pairs(quantity),
+      ...pairs(quantity),
+      ...pairs(quantity),
+      now,
+      ...chunk.map((change) => change.productId),
+      'ON_SALE',
+      ...pairs((change) => [change.catalogVersion]),
+      ...pairs(quantity),
+    ];
+    if (rawAffectedRows(await trx.raw(text, bindings)) !== chunk.length) return false;
   }
   return true;
 }

@@ -8,7 +8,7 @@ import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
 import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
-import { insertWithIds } from './insert-ids';
+import { insertRows, insertWithIds } from './insert-ids';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
 import { orderJson, type OrderJson, type ShippingAddress } from './order-json';
@@ -304,7 +304,9 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
     );
   }
 
-  await trx('order_status_history').insert(
+  await insertRows(
+    trx,
+    'order_status_history',
     drafts.map((draft) => ({
       order_id: idOf(draft),
       from_status: null,

@@ -53,6 +53,47 @@ test('concurrent first requests share one activation (one load) and decisions ar
   t.is(registry.activeCount(), 0);
 });
 
+test("a committed batch's reservations settle with one COMMITTED per actor, units summed", async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const hot = await createProduct(app, seller.id, { stockQuantity: 10 });
+  const other = await createProduct(app, seller.id, { stockQuantity: 4 });
+  const registry = createStockRegistry({
+    load: (id) => loadProductView(app.db, id),
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
+  try {
+    const results = await Promise.all([
+      registry.reserve(hot, 2),
+      registry.reserve(hot, 3),
+      registry.reserve(other, 4),
+      registry.reserve(hot, 1),
+    ]);
+    const reservations = results.map((r) => {
+      if (!r.ok) throw new Error(`refused: ${r.reason}`);
+      return r.reservation;
+    });
+    t.like(registry.inspect(hot), { stock: 10, reserved: 6 });
+    // One message per actor: count the events the hot product's actor receives.
+    const events: string[] = [];
+    const actor = reservations[0].entry.actor;
+    const sub = actor.system.inspect((e) => {
+      if (e.type === '@xstate.event' && e.actorRef === actor) events.push(e.event.type);
+    });
+    registry.committedAll(reservations);
+    sub.unsubscribe();
+    t.deepEqual(events, ['COMMITTED']);
+    t.like(registry.inspect(hot), { stock: 4, reserved: 0 });
+    // the other product's stock reached 0: its status follows (SOLD_OUT), as one commit at a time would leave it
+    t.like(registry.inspect(other), { stock: 0, reserved: 0 });
+    t.is((await registry.reserve(other, 1)).ok, false);
+    t.like(await registry.reserve(hot, 4), { ok: true });
+    t.false((await registry.reserve(hot, 1)).ok);
+  } finally {
+    registry.stop();
+  }
+});
+
 test('an actor error becomes a failed command, not a crash, and the actor is dropped', async (t) => {
   const broken = createDb({ client: 'sqlite', filename: `${app.database.dataDir}/missing-dir/never.sqlite` });
   await broken.destroy(); // every query now fails

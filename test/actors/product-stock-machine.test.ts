@@ -45,7 +45,6 @@ function start(load: () => Promise<ProductView | null>, input: { idleMs?: number
   const view = () => {
     const { context, value, status } = actor.getSnapshot();
     return {
-      // the top-level state: `ready` has the substates `holding` and `idle`
       value: typeof value === 'string' ? value : Object.keys(value)[0],
       status,
       stock: context.product?.stock,
@@ -122,26 +121,59 @@ test('a stale view is re-read before a refusal', async (t) => {
   actor.stop();
 });
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function passivated(view: () => { value: string; status: string }, withinMs = 2000): Promise<boolean> {
+  for (const deadline = Date.now() + withinMs; Date.now() < deadline; await sleep(5)) {
+    if (view().value === 'passivated' && view().status === 'done') return true;
+  }
+  return false;
+}
+
 test('an idle actor holding nothing passivates; a failed load fails the waiting commands', async (t) => {
   const idle = start(async () => product(), { idleMs: 10 });
   t.like(await idle.reserve(1), { ok: true });
   idle.send({ type: 'RELEASE', quantity: 1 });
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  t.like(idle.view(), { value: 'passivated', status: 'done' });
+  t.true(await passivated(idle.view));
 
-  // the idle time counts from when the actor last held nothing, not from its last command
+  // the idle time counts from when the actor last held something, not from its last command: a whole
+  // idle period with nothing reserved (timers never fire early, so 20 ms after the commit it still lives)
   const holding = start(async () => product(), { idleMs: 30 });
   t.like(await holding.reserve(1), { ok: true });
-  await new Promise((resolve) => setTimeout(resolve, 80));
+  await sleep(80);
   t.like(holding.view(), { value: 'ready', status: 'active', reserved: 1 });
   holding.send({ type: 'COMMITTED', quantity: 1 });
   t.like(holding.view(), { value: 'ready', status: 'active', reserved: 0, stock: 2 });
-  await new Promise((resolve) => setTimeout(resolve, 80));
-  t.like(holding.view(), { value: 'passivated', status: 'done' });
+  await sleep(20);
+  t.like(holding.view(), { value: 'ready', status: 'active' });
+  t.true(await passivated(holding.view));
 
   const broken = start(async () => {
     throw new Error('database down');
   });
   await t.throwsAsync(broken.reserve(1), { message: 'database down' });
   t.like(broken.view(), { value: 'failed', status: 'done' });
+});
+
+test('an actor that keeps taking reservations stays, though it holds nothing between them; commands change no state', async (t) => {
+  const busy = start(async () => product({ stock: 1_000 }), { idleMs: 30 });
+  for (let i = 0; i < 15; i++) {
+    t.like(await busy.reserve(1), { ok: true });
+    busy.send({ type: 'COMMITTED', quantity: 1 });
+    await sleep(10);
+  }
+  t.like(busy.view(), { value: 'ready', status: 'active', reserved: 0, stock: 985 });
+  // commands are targetless transitions: none of them exits or re-enters a state (and restarts its timer)
+  let targeted = 0;
+  const sub = busy.actor.system.inspect((event) => {
+    if (event.type !== '@xstate.microstep' || event.actorRef !== busy.actor) return;
+    targeted += event._transitions.filter((transition) => transition.target?.length).length;
+  });
+  for (let i = 0; i < 20; i++) {
+    t.like(await busy.reserve(1), { ok: true });
+    busy.send({ type: 'COMMITTED', quantity: 1 });
+  }
+  sub.unsubscribe();
+  t.is(targeted, 0);
+  t.true(await passivated(busy.view));
 });

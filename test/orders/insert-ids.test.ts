@@ -1,5 +1,5 @@
 import test from 'ava';
-import { insertWithIds } from '../../lib/orders/insert-ids';
+import { insertRows, insertWithIds } from '../../lib/orders/insert-ids';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
@@ -27,4 +27,56 @@ test('insertWithIds returns the ids of a multi-row INSERT in row order (as the d
     ids!.map((id) => stored.find((row: { id: number }) => row.id === id)?.name_key),
     rows.map((row) => row.name_key),
   );
+});
+
+test('insertRows writes every row with its values (null and dates too), whatever columns a statement names', async (t) => {
+  const at = new Date('2026-11-24T06:00:00.000Z');
+  const key = `rows-${Date.now()}`;
+  await app.db.transaction(async (trx) => {
+    await insertRows(trx, 'categories', [
+      { name: 'x', name_key: `${key}-1`, parent_key: 0, parent_id: null, display_order: 3, created_at: at },
+      { name: 'y', name_key: `${key}-2`, parent_key: 0, parent_id: null, display_order: 4, created_at: at },
+    ]);
+    // The same table with other columns (and another order): its own statement, not the cached one.
+    await insertRows(trx, 'categories', [
+      { created_at: at, display_order: 5, name_key: `${key}-3`, name: 'z', parent_key: 0 },
+    ]);
+    await insertRows(trx, 'categories', []);
+  });
+  const stored = (await app
+    .db('categories')
+    .where('name_key', 'like', `${key}-%`)
+    .orderBy('name_key')
+    .select('name', 'display_order', 'parent_id', 'created_at')) as Array<{
+    name: string;
+    display_order: number;
+    parent_id: number | null;
+    created_at: Date | string | number;
+  }>;
+  t.deepEqual(
+    stored.map((row) => [row.name, Number(row.display_order), row.parent_id]),
+    [
+      ['x', 3, null],
+      ['y', 4, null],
+      ['z', 5, null],
+    ],
+  );
+  for (const row of stored) t.is(new Date(row.created_at).getTime(), at.getTime());
+});
+
+test('insertRows refuses rows whose columns differ from the first row, or an undefined value', async (t) => {
+  const row = {
+    name: 'x',
+    name_key: `bad-${Date.now()}`,
+    parent_key: 0,
+    display_order: 0,
+    created_at: new Date(),
+  };
+  await t.throwsAsync(insertRows(app.db, 'categories', [row, { ...row, parent_id: null }]), {
+    message: /rows differ/,
+  });
+  await t.throwsAsync(insertRows(app.db, 'categories', [{ ...row, parent_id: undefined }]), {
+    message: /parent_id is undefined/,
+  });
+  t.is((await app.db('categories').where('name_key', row.name_key)).length, 0);
 });
