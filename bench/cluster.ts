@@ -79,7 +79,13 @@ interface Measurement {
    * service instances together, the NATS server, MariaDB. Far less sensitive to the machine's load than the
    * rates, so it shows what a second instance costs per order even on a busy machine.
    */
-  cpuUs: { service: number; nats: number; mariadb: number };
+  cpuUs: { service: number; nats: number; mariadb: number; generator: number };
+  /**
+   * MariaDB's own counters per successful request over the measured window (SHOW GLOBAL STATUS: whole-server
+   * figures, so anything else using the server meanwhile counts too): statements, transactions (commits),
+   * row-lock waits and milliseconds spent waiting for row locks.
+   */
+  db?: { statements: number; commits: number; rowLockWaits: number; rowLockMs: number };
   oversell?: boolean;
   conserved?: boolean;
 }
@@ -255,12 +261,40 @@ function summarise(results: Measurement[]) {
 const NATS_PID = pidOf('nats-server');
 const MARIADB_PID = pidOf('mariadbd') ?? pidOf('mysqld');
 
-/** CPU time so far of the cluster's instances (together), the NATS server and MariaDB, in microseconds. */
-function cpuNow(children: Child[]): { service: number; nats: number; mariadb: number } {
+/**
+ * CPU time so far of the cluster's instances (together), the NATS server, MariaDB and this process (the
+ * generator: autocannon is all it runs while a load is on), in microseconds.
+ */
+function cpuNow(children: Child[]): { service: number; nats: number; mariadb: number; generator: number } {
+  const own = process.cpuUsage();
   return {
     service: children.reduce((sum, child) => sum + cpuMicros(child.process.pid!), 0),
     nats: NATS_PID ? cpuMicros(NATS_PID) : 0,
     mariadb: MARIADB_PID ? cpuMicros(MARIADB_PID) : 0,
+    generator: own.user + own.system,
+  };
+}
+
+const DB_COUNTERS = {
+  statements: 'Questions',
+  commits: 'Com_commit',
+  rowLockWaits: 'Innodb_row_lock_waits',
+  rowLockMs: 'Innodb_row_lock_time',
+} as const;
+
+/** MariaDB's global counters (statements, commits, row-lock waits and their milliseconds). */
+async function dbCounters(db: Knex): Promise<Record<keyof typeof DB_COUNTERS, number>> {
+  const [rows] = (await db.raw(
+    `SHOW GLOBAL STATUS WHERE Variable_name IN (${Object.values(DB_COUNTERS)
+      .map((name) => `'${name}'`)
+      .join(', ')})`,
+  )) as [Array<{ Variable_name: string; Value: string }>];
+  const value = (name: string) => Number(rows.find((row) => row.Variable_name === name)?.Value ?? 0);
+  return {
+    statements: value(DB_COUNTERS.statements),
+    commits: value(DB_COUNTERS.commits),
+    rowLockWaits: value(DB_COUNTERS.rowLockWaits),
+    rowLockMs: value(DB_COUNTERS.rowLockMs),
   };
 }
 
@@ -268,8 +302,8 @@ const perRequest = (micros: number, requests: number) => (requests > 0 ? Math.ro
 
 function markdown(results: Measurement[], summary: ReturnType<typeof summarise>): string {
   const lines = [
-    '| scenario | instances | median | p50 ms | p99 ms | orders per commit | CPU us/request: service, NATS, MariaDB | non-2xx (status: count) | errors | oversell | runs |',
-    '|---|---:|---:|---:|---:|---:|---|---|---:|---|---:|',
+    '| scenario | instances | median | p50 ms | p99 ms | orders per commit | CPU us/request: service, NATS, MariaDB, generator | MariaDB per order: statements, commits | non-2xx (status: count) | errors | oversell | runs |',
+    '|---|---:|---:|---:|---:|---:|---|---|---|---:|---|---:|',
   ];
   for (const scenario of SCENARIOS)
     for (const count of COUNTS) {
@@ -286,7 +320,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
       const oversell =
         scenario === 'get' ? '—' : runs.some((r) => r.oversell || r.conserved === false) ? '**YES**' : 'none';
       lines.push(
-        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${(['service', 'nats', 'mariadb'] as const).map((part) => median(runs.map((r) => r.cpuUs[part]))).join(', ')} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
+        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${(['service', 'nats', 'mariadb', 'generator'] as const).map((part) => median(runs.map((r) => r.cpuUs[part]))).join(', ')} | ${scenario === 'get' ? '—' : (['statements', 'commits'] as const).map((part) => median(runs.map((r) => r.db?.[part] ?? 0))).join(', ')} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
       );
     }
   lines.push('', '| ratio | value | target | met |', '|---|---:|---|---|');
@@ -336,9 +370,11 @@ async function main(): Promise<void> {
             if (WARMUP > 0) await run(urls, fixture, scenario, WARMUP);
             const loadavgBefore = loadavg();
             const before = await groupCommitBatches(urls);
+            const dbBefore = await dbCounters(db);
             const cpuBefore = cpuNow(cluster.children);
             const r = await run(urls, fixture, scenario, DURATION);
             const cpuAfter = cpuNow(cluster.children);
+            const dbAfter = await dbCounters(db);
             const loadavgAfter = loadavg();
             const after = await groupCommitBatches(urls);
             const commits = after.count - before.count;
@@ -361,10 +397,17 @@ async function main(): Promise<void> {
                 service: perRequest(cpuAfter.service - cpuBefore.service, ok),
                 nats: perRequest(cpuAfter.nats - cpuBefore.nats, ok),
                 mariadb: perRequest(cpuAfter.mariadb - cpuBefore.mariadb, ok),
+                generator: perRequest(cpuAfter.generator - cpuBefore.generator, ok),
               },
               ...(scenario === 'get'
                 ? {}
                 : {
+                    db: {
+                      statements: round2((dbAfter.statements - dbBefore.statements) / Math.max(1, ok)),
+                      commits: round2((dbAfter.commits - dbBefore.commits) / Math.max(1, ok)),
+                      rowLockWaits: round2((dbAfter.rowLockWaits - dbBefore.rowLockWaits) / Math.max(1, ok)),
+                      rowLockMs: dbAfter.rowLockMs - dbBefore.rowLockMs,
+                    },
                     ...(await checkStock(db, fixture)),
                     ordersPerCommit: commits > 0 ? round2((after.sum - before.sum) / commits) : 0,
                   }),
@@ -375,7 +418,11 @@ async function main(): Promise<void> {
                 scenario === 'get'
                   ? ''
                   : `, oversell ${m.oversell ? 'YES' : 'no'}, conserved ${m.conserved ? 'yes' : 'NO'}`
-              }${m.ordersPerCommit !== undefined ? `, ${m.ordersPerCommit} orders per commit` : ''}, CPU us/request service ${m.cpuUs.service} NATS ${m.cpuUs.nats} MariaDB ${m.cpuUs.mariadb}, load ${loadavgAfter[0]}\n`,
+              }${m.ordersPerCommit !== undefined ? `, ${m.ordersPerCommit} orders per commit` : ''}, CPU us/request service ${m.cpuUs.service} NATS ${m.cpuUs.nats} MariaDB ${m.cpuUs.mariadb} generator ${m.cpuUs.generator}${
+                m.db
+                  ? `, per order ${m.db.statements} statements ${m.db.commits} commits ${m.db.rowLockWaits} row-lock waits (${m.db.rowLockMs} ms waited in all)`
+                  : ''
+              }, load ${loadavgAfter[0]}\n`,
             );
           }
         } finally {

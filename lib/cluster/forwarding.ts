@@ -1,9 +1,11 @@
 // Forwarding to a shard's owner: the owner subscribes to `<prefix>.shard.<n>` (queue group, so a request is
 // answered once even while an old and a new owner briefly overlap) and answers with the handler the app
-// serves; a caller that owns the shard itself runs the handler in place. JSON envelopes both ways; an
-// AppError travels as status/code/message and is rebuilt as the same class. Whatever keeps a request from
-// its owner (no owner: "no responders", a timeout, an instance that just lost the shard) is a 503
-// SERVICE_UNAVAILABLE with Retry-After, never a hang and never a 500.
+// serves; a caller that owns the shard itself runs the handler in place. The requests a caller forwards to one
+// shard within one event-loop turn travel as ONE NATS request (a batch): the owner starts them all in the same
+// turn (so its group commit takes them together) and answers each in one reply, in order. JSON envelopes both
+// ways; an AppError travels as status/code/message and is rebuilt as the same class, per request. Whatever
+// keeps a batch from its owner (no owner: "no responders", a timeout, an instance that just lost the shard) is
+// a 503 SERVICE_UNAVAILABLE with Retry-After for each of its requests, never a hang and never a 500.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { AppError, ServiceUnavailableError } from '../errors';
 import type { Logger } from '../logger';
@@ -19,14 +21,27 @@ export interface ShardRequest<P = unknown> {
 
 export type ShardHandler = (request: ShardRequest) => Promise<unknown>;
 
-interface RequestEnvelope {
-  v: 1;
-  productId: number;
-  payload: unknown;
+/** One NATS request: every request a caller forwarded to one shard in one event-loop turn. */
+interface BatchEnvelope {
+  v: 2;
   origin: string;
+  items: Array<{ productId: number; payload: unknown }>;
 }
 
-type ReplyEnvelope = { v: 1; ok: true; value: unknown } | { v: 1; ok: false; error: WireError };
+type ItemReply = { ok: true; value: unknown } | { ok: false; error: WireError };
+
+/** Either one answer per item, in the batch's order, or one error for the whole batch (the shard moved). */
+type BatchReply = { v: 2; ok: true; items: ItemReply[] } | { v: 2; ok: false; error: WireError };
+
+/** A forwarded request waiting for its batch to go out (or for its answer). */
+interface Queued {
+  productId: number;
+  payload: unknown;
+  /** The item's JSON in the batch envelope. */
+  json: string;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
 
 const HANDOVER_POLL_MS = 50;
 
@@ -65,27 +80,144 @@ export function createForwarder(deps: ForwarderDeps) {
   const jsonCopy = (value: unknown): unknown =>
     value === undefined ? null : JSON.parse(JSON.stringify(value));
 
+  const internal: WireError = {
+    status: 500,
+    code: 'INTERNAL_ERROR',
+    message: 'An unexpected error occurred',
+  };
+
+  function wireOf(err: unknown, shard: number): WireError {
+    if (err instanceof AppError) return toWireError(err);
+    log.error({ err }, `Request for shard ${shard} failed`);
+    return internal;
+  }
+
+  async function runItem(
+    run: ShardHandler,
+    shard: number,
+    item: BatchEnvelope['items'][number],
+    origin: string,
+  ): Promise<ItemReply> {
+    try {
+      const value = await run({ productId: item.productId, shard, payload: item.payload, origin });
+      return { ok: true, value: value === undefined ? null : value };
+    } catch (err) {
+      return { ok: false, error: wireOf(err, shard) };
+    }
+  }
+
   async function answer(shard: number, msg: Msg): Promise<void> {
-    let reply: ReplyEnvelope;
+    let reply: BatchReply;
     try {
       if (!deps.owns(shard) || !handler) throw unavailable(`Shard ${shard} is moving`);
-      const request = msg.json<RequestEnvelope>();
-      const value = await handler({
-        productId: request.productId,
-        shard,
-        payload: request.payload,
-        origin: request.origin,
-      });
-      reply = { v: 1, ok: true, value: value === undefined ? null : value };
+      const run = handler;
+      const request = msg.json<BatchEnvelope>();
+      if (request.v !== 2 || !Array.isArray(request.items)) {
+        throw new Error(`Unknown forwarding envelope (version ${String(request.v)})`);
+      }
+      // Every item starts in this turn (runItem calls the handler before its first await): one group commit.
+      const items = await Promise.all(request.items.map((item) => runItem(run, shard, item, request.origin)));
+      reply = { v: 2, ok: true, items };
     } catch (err) {
-      if (!(err instanceof AppError)) log.error({ err }, `Request for shard ${shard} failed`);
-      const error =
-        err instanceof AppError
-          ? toWireError(err)
-          : { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
-      reply = { v: 1, ok: false, error };
+      reply = { v: 2, ok: false, error: wireOf(err, shard) };
     }
     if (!msg.respond(JSON.stringify(reply))) log.warn(`Request for shard ${shard} had no reply subject`);
+  }
+
+  /** The error a wire error stands for on the caller: an owner's unexpected failure stays a plain Error (500). */
+  function errorOf(shard: number, wire: WireError): Error {
+    if (wire.status >= 500 && wire.code === 'INTERNAL_ERROR') {
+      return new Error(`The owner of shard ${shard} failed: ${wire.message}`);
+    }
+    return fromWireError(wire);
+  }
+
+  async function runInPlace(shard: number, productId: number, payload: unknown): Promise<unknown> {
+    if (!handler) throw unavailable('This instance is not serving yet');
+    return jsonCopy(await handler({ productId, shard, payload, origin: instanceId }));
+  }
+
+  /** Sends one batch and settles each of its requests; never throws. */
+  async function send(shard: number, batch: Queued[]): Promise<void> {
+    const body = `{"v":2,"origin":${JSON.stringify(instanceId)},"items":[${batch.map((item) => item.json).join(',')}]}`;
+    let reply: BatchReply;
+    // A shard handed over on a join or a graceful leave is unowned for at most a balancing round: ask again
+    // for that long before answering 503 (an owner that died leaves it unowned for the lease TTL).
+    const handoverDeadline = Date.now() + deps.handoverWaitMs;
+    for (;;) {
+      try {
+        const msg = await nc.request(subject(shard), body, { timeout: deps.requestTimeoutMs });
+        reply = msg.json<BatchReply>();
+        break;
+      } catch (err) {
+        const why = (err as Error).message ?? String(err);
+        const noOwner = /no responders/i.test(why);
+        if (noOwner && Date.now() < handoverDeadline) {
+          await new Promise((resolve) => setTimeout(resolve, HANDOVER_POLL_MS));
+          if (deps.owns(shard) && handler) {
+            for (const item of batch)
+              runInPlace(shard, item.productId, item.payload).then(item.resolve, item.reject);
+            return;
+          }
+          continue;
+        }
+        const products = batch.map((item) => item.productId).join(', ');
+        log.warn(`Request to shard ${shard} (product(s) ${products}) failed: ${why}`);
+        for (const item of batch) {
+          item.reject(
+            noOwner
+              ? unavailable(`No instance serves shard ${shard} right now`)
+              : // The owner got it (or died holding it): each request may have run.
+                new OwnerDidNotAnswerError(
+                  `Shard ${shard} did not answer; please retry`,
+                  deps.retryAfterSeconds,
+                ),
+          );
+        }
+        return;
+      }
+    }
+    if (!reply.ok) {
+      for (const item of batch) item.reject(errorOf(shard, reply.error));
+      return;
+    }
+    if (!Array.isArray(reply.items) || reply.items.length !== batch.length) {
+      for (const item of batch)
+        item.reject(new Error(`The owner of shard ${shard} answered a malformed batch`));
+      return;
+    }
+    batch.forEach((item, i) => {
+      const answered = reply.items[i];
+      if (answered.ok) item.resolve(answered.value);
+      else item.reject(errorOf(shard, answered.error));
+    });
+  }
+
+  /** Forwarded requests of this turn, per shard; sent together once the turn's I/O callbacks ran. */
+  let queued = new Map<number, Queued[]>();
+  let flushing: NodeJS.Immediate | null = null;
+
+  function flush(): void {
+    flushing = null;
+    const batches = queued;
+    queued = new Map();
+    // One envelope under the server's message limit (a lone item over it fails as it always did).
+    const limit = Math.max(1024, (nc.info?.max_payload ?? 1024 * 1024) - 1024);
+    for (const [shard, items] of batches) {
+      let batch: Queued[] = [];
+      let size = 0;
+      for (const item of items) {
+        const bytes = Buffer.byteLength(item.json) + 1;
+        if (batch.length > 0 && size + bytes > limit) {
+          void send(shard, batch);
+          batch = [];
+          size = 0;
+        }
+        batch.push(item);
+        size += bytes;
+      }
+      void send(shard, batch);
+    }
   }
 
   return {
@@ -129,50 +261,28 @@ export function createForwarder(deps: ForwarderDeps) {
       while (pending && pending.size > 0) await Promise.allSettled([...pending]);
     },
 
-    /** Runs `payload` on the owner of `productId`'s shard: here if this instance owns it, else over NATS. */
+    /**
+     * Runs `payload` on the owner of `productId`'s shard: here if this instance owns it, else over NATS, in one
+     * batch with the other requests for that shard of this event-loop turn.
+     */
     async request<T = unknown>(productId: number, payload: unknown): Promise<T> {
       const shard = deps.shardOf(productId);
-      if (deps.owns(shard)) {
-        if (!handler) throw unavailable('This instance is not serving yet');
-        return jsonCopy(await handler({ productId, shard, payload, origin: instanceId })) as T;
-      }
+      if (deps.owns(shard)) return (await runInPlace(shard, productId, payload)) as T;
       if (!deps.connected()) throw unavailable('The cluster is unreachable');
-      const envelope: RequestEnvelope = { v: 1, productId, payload, origin: instanceId };
-      let reply: ReplyEnvelope;
-      // A shard handed over on a join or a graceful leave is unowned for at most a balancing round: ask again
-      // for that long before answering 503 (an owner that died leaves it unowned for the lease TTL).
-      const handoverDeadline = Date.now() + deps.handoverWaitMs;
-      for (;;) {
-        try {
-          const msg = await nc.request(subject(shard), JSON.stringify(envelope), {
-            timeout: deps.requestTimeoutMs,
-          });
-          reply = msg.json<ReplyEnvelope>();
-          break;
-        } catch (err) {
-          const why = (err as Error).message ?? String(err);
-          const noOwner = /no responders/i.test(why);
-          if (noOwner && Date.now() < handoverDeadline) {
-            await new Promise((resolve) => setTimeout(resolve, HANDOVER_POLL_MS));
-            if (deps.owns(shard) && handler) {
-              return jsonCopy(await handler({ productId, shard, payload, origin: instanceId })) as T;
-            }
-            continue;
-          }
-          log.warn(`Request to shard ${shard} (product ${productId}) failed: ${why}`);
-          if (noOwner) throw unavailable(`No instance serves shard ${shard} right now`);
-          // The owner got it (or died holding it): it may have run.
-          throw new OwnerDidNotAnswerError(
-            `Shard ${shard} did not answer; please retry`,
-            deps.retryAfterSeconds,
-          );
-        }
-      }
-      if (reply.ok) return reply.value as T;
-      if (reply.error.status >= 500 && reply.error.code === 'INTERNAL_ERROR') {
-        throw new Error(`The owner of shard ${shard} failed: ${reply.error.message}`);
-      }
-      throw fromWireError(reply.error);
+      return new Promise<T>((resolve, reject) => {
+        const json = JSON.stringify({ productId, payload });
+        const list = queued.get(shard);
+        const item: Queued = {
+          productId,
+          payload,
+          json,
+          resolve: resolve as (value: unknown) => void,
+          reject,
+        };
+        if (list) list.push(item);
+        else queued.set(shard, [item]);
+        flushing ??= setImmediate(flush);
+      });
     },
 
     /** Resolves when every request this instance is answering has been answered. */

@@ -1,13 +1,21 @@
 // Forwarding to a shard's owner over real NATS request/reply, seen through the app's own error handler (so
 // status, headers and body are what a client would get): answers come from the owner, AppErrors keep their
-// class, status and code, and whatever keeps a request from an owner is a quick 503 with Retry-After.
+// class, status and code, and whatever keeps a request from an owner is a quick 503 with Retry-After. The
+// requests for one shard made in one event-loop turn travel as one NATS request and keep their own answers.
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
 import Koa from 'koa';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../../lib/errors';
+import type { ExecutionContext } from 'ava';
+import {
+  AppError,
+  ConflictError,
+  NotFoundError,
+  ServiceUnavailableError,
+  ValidationError,
+} from '../../lib/errors';
 import { errorHandler } from '../../lib/http/error-handler';
-import { createForwarder } from '../../lib/cluster/forwarding';
+import { createForwarder, OwnerDidNotAnswerError } from '../../lib/cluster/forwarding';
 import type { Cluster } from '../../lib/cluster/cluster';
 import { request as httpRequest } from '../helpers/harness';
 import {
@@ -253,6 +261,138 @@ natsTest('a request reaching an instance that just lost the shard is answered 50
     await Promise.all(connections.map((nc) => nc.close()));
   }
 });
+
+/** An owner and a caller forwarder on their own connections, plus a plain (non-queue) spy on shard 3's subject. */
+async function forwarderPair(t: ExecutionContext, options: { requestTimeoutMs?: number } = {}) {
+  const prefix = uniquePrefix('batch');
+  const connections: NatsConnection[] = [];
+  for (let i = 0; i < 3; i++) connections.push(await connect({ servers: NATS_URL }));
+  t.teardown(() => Promise.all(connections.map((nc) => nc.close())).then(() => undefined));
+  const common = {
+    prefix,
+    requestTimeoutMs: options.requestTimeoutMs ?? 1000,
+    handoverWaitMs: 600,
+    retryAfterSeconds: 4,
+    shardOf: (id: number) => id % 64,
+    logger: quietLogger(),
+    connected: () => true,
+  };
+  const state = { owned: true };
+  const owner = createForwarder({
+    ...common,
+    nc: connections[0],
+    instanceId: 'owner',
+    owns: () => state.owned,
+  });
+  const caller = createForwarder({ ...common, nc: connections[1], instanceId: 'caller', owns: () => false });
+  const messages: Array<{ v: number; origin: string; items: Array<{ productId: number }> }> = [];
+  connections[2].subscribe(`${prefix}.shard.3`, {
+    callback: (_err, msg) => void messages.push(msg.json()),
+  });
+  await connections[2].flush();
+  await owner.open(3);
+  t.teardown(() => owner.close(3));
+  return { owner, caller, messages, state };
+}
+
+natsTest(
+  'the requests for one shard made in one turn travel as one NATS request; each gets its own answer or error',
+  async (t) => {
+    const { owner, caller, messages } = await forwarderPair(t);
+    const started: number[] = [];
+    owner.serve(async ({ productId, payload, origin }) => {
+      started.push(productId);
+      // Answer a turn later: by then every request of the batch has started (one group commit on an owner).
+      await new Promise((resolve) => setImmediate(resolve));
+      const { action } = payload as { action: string };
+      if (action === 'conflict')
+        throw new ConflictError('INSUFFICIENT_STOCK', `Product ${productId} is short`);
+      if (action === 'crash') throw new Error('a bug with a secret inside');
+      return { productId, origin, startedWith: started.length };
+    });
+    const ids = [0, 1, 2, 3].map((n) => productIn(3, 64, n + 1));
+    const actions = ['read', 'conflict', 'read', 'crash'];
+    const results = await Promise.allSettled(ids.map((id, i) => caller.request(id, { action: actions[i] })));
+
+    t.is(messages.length, 1, 'one NATS request for the four');
+    t.deepEqual(
+      messages[0].items.map((item) => item.productId),
+      ids,
+    );
+    t.like(messages[0], { v: 2, origin: 'caller' });
+    t.deepEqual(started, ids, 'the owner started all four before answering any');
+    t.deepEqual(results[0], {
+      status: 'fulfilled',
+      value: { productId: ids[0], origin: 'caller', startedWith: 4 },
+    });
+    t.deepEqual(results[2], {
+      status: 'fulfilled',
+      value: { productId: ids[2], origin: 'caller', startedWith: 4 },
+    });
+    t.is(results[1].status, 'rejected');
+    const refused = (results[1] as PromiseRejectedResult).reason as ConflictError;
+    t.true(refused instanceof ConflictError);
+    t.is(refused.status, 409);
+    t.is(refused.code, 'INSUFFICIENT_STOCK');
+    t.is(refused.message, `Product ${ids[1]} is short`);
+    const crashed = (results[3] as PromiseRejectedResult).reason as Error;
+    t.false(crashed instanceof AppError, 'an unexpected error stays a plain error (a 500)');
+    t.is(crashed.message, 'The owner of shard 3 failed: An unexpected error occurred');
+
+    // A later turn is a new batch; requests for other shards travel in their own.
+    t.like(await caller.request(ids[0], { action: 'read' }), { productId: ids[0], startedWith: 5 });
+    t.is(messages.length, 2);
+  },
+);
+
+natsTest(
+  'a batch caught in a shard move: each request gets its 503 with Retry-After and none runs; an owner that does not answer: each gets OwnerDidNotAnswerError',
+  async (t) => {
+    const { owner, caller, messages, state } = await forwarderPair(t, { requestTimeoutMs: 300 });
+    let ran = 0;
+    let slow = false;
+    owner.serve(async ({ productId }) => {
+      ran++;
+      if (slow) await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return productId;
+    });
+    const ids = [1, 2, 3].map((n) => productIn(3, 64, n));
+
+    state.owned = false;
+    const moved = await Promise.allSettled(ids.map((id) => caller.request(id, {})));
+    t.is(messages.length, 1);
+    t.is(ran, 0);
+    for (const result of moved) {
+      t.is(result.status, 'rejected');
+      const error = (result as PromiseRejectedResult).reason as ServiceUnavailableError;
+      t.true(error instanceof ServiceUnavailableError);
+      t.false(error instanceof OwnerDidNotAnswerError);
+      t.is(error.status, 503);
+      t.is(error.message, 'Shard 3 is moving; please retry');
+      t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
+    }
+
+    state.owned = true;
+    slow = true;
+    const started = Date.now();
+    const silent = await Promise.allSettled(ids.map((id) => caller.request(id, {})));
+    const elapsed = Date.now() - started;
+    t.true(elapsed >= 250 && elapsed < 900, `answered in ${elapsed} ms`);
+    t.is(messages.length, 2);
+    t.is(ran, 3, 'the owner got all three (they may have run)');
+    for (const result of silent) {
+      t.is(result.status, 'rejected');
+      const error = (result as PromiseRejectedResult).reason as OwnerDidNotAnswerError;
+      t.true(error instanceof OwnerDidNotAnswerError);
+      t.is(error.status, 503);
+      t.is(error.message, 'Shard 3 did not answer; please retry');
+      t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
+    }
+    // Distinct errors: one request's handling cannot change another's answer.
+    const reasons = silent.map((result) => (result as PromiseRejectedResult).reason as Error);
+    t.is(new Set(reasons).size, 3);
+  },
+);
 
 natsTest(
   'events reach every node with their origin, the publisher itself included (marked own)',

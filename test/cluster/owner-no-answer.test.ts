@@ -1,7 +1,9 @@
 // An order forwarded to its product's owner that gets no answer in time (the owner is stuck behind a row lock
 // here; a kill -9 mid-commit looks the same to the caller) may still commit: the caller answers 503
 // COMMIT_OUTCOME_UNKNOWN with Retry-After, keeps its Idempotency-Key claim, and the retry with the same key
-// returns the order the owner committed: exactly one order, stock taken once.
+// returns the order the owner committed: exactly one order, stock taken once. The same holds for several
+// orders forwarded together (one NATS batch when they meet in one event-loop turn): each gets its own 503 and
+// its own exact retry.
 import crypto from 'node:crypto';
 import test from 'ava';
 import knexFactory from 'knex';
@@ -11,8 +13,10 @@ import { createMember, createProduct } from '../helpers/factories';
 import { destroyClusterBuckets } from '../../lib/cluster/cluster';
 import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
 
-let cleanup: (() => Promise<void>) | undefined;
-test.after.always(async () => cleanup?.());
+const cleanups: Array<() => Promise<void>> = [];
+test.after.always(async () => {
+  for (const cleanup of cleanups) await cleanup();
+});
 
 natsTest(
   'a forwarded order whose owner does not answer in time is exact on retry with its key',
@@ -27,11 +31,11 @@ natsTest(
       DB_STATEMENT_TIMEOUT_MS: '10000',
     };
     const apps: TestApp[] = [];
-    cleanup = async () => {
+    cleanups.push(async () => {
       await Promise.allSettled(apps.map((app) => app.close()));
       await destroyClusterBuckets(NATS_URL, prefix);
       await database.drop();
-    };
+    });
     apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
     apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
     const [owner, caller] = apps;
@@ -87,5 +91,82 @@ natsTest(
     t.is(orders[0].order_id, retry.body.orders[0].id);
     const row = await owner.db('products').where('id', productId).first('stock_quantity');
     t.is(row.stock_quantity, 7);
+  },
+);
+
+natsTest(
+  'several forwarded orders whose owner does not answer: each is a 503 COMMIT_OUTCOME_UNKNOWN and exact on retry with its own key',
+  async (t) => {
+    const database = await createTestDatabase();
+    const prefix = uniquePrefix('noanswer-batch');
+    const env = {
+      NATS_URL,
+      CLUSTER_PREFIX: prefix,
+      CLUSTER_SHARDS: '8',
+      CLUSTER_REQUEST_TIMEOUT_MS: '1000',
+      DB_STATEMENT_TIMEOUT_MS: '10000',
+    };
+    const apps: TestApp[] = [];
+    cleanups.push(async () => {
+      await Promise.allSettled(apps.map((app) => app.close()));
+      await destroyClusterBuckets(NATS_URL, prefix);
+      await database.drop();
+    });
+    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
+    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
+    const [owner, caller] = apps;
+    await until(
+      () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
+      5000,
+      () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
+    );
+    const seller = await createMember(owner, 'SELLER');
+    const buyers = await Promise.all([0, 1, 2].map(() => createMember(owner, 'BUYER')));
+    let productId: number;
+    do productId = await createProduct(owner, seller.id, { stockQuantity: 10, price: '10.00' });
+    while (!owner.bundle.services.cluster!.isOwner(productId));
+
+    const keys = buyers.map(() => crypto.randomUUID());
+    const place = (i: number) =>
+      caller.request('POST', '/api/v1/orders', {
+        token: buyers[i].token,
+        headers: { 'Idempotency-Key': keys[i] },
+        body: { orderItems: [{ productId, quantity: 2 }], shippingAddress: address },
+      });
+
+    const blocker = knexFactory({ client: 'mysql2', connection: database.env.DATABASE_URL });
+    try {
+      const trx = await blocker.transaction();
+      await trx('products').where('id', productId).forUpdate().first();
+      const first = await Promise.all([0, 1, 2].map(place));
+      for (const res of first) {
+        t.is(res.status, 503, res.text);
+        t.like(res.body, { status: 503, code: 'COMMIT_OUTCOME_UNKNOWN' });
+        t.truthy(res.headers.get('retry-after'));
+      }
+      await trx.commit();
+    } finally {
+      await blocker.destroy();
+    }
+
+    const placed: number[] = [];
+    for (const i of [0, 1, 2]) {
+      let retry = await place(i);
+      const started = Date.now();
+      while (retry.status !== 201 && Date.now() - started < 15_000) {
+        t.true([409, 503].includes(retry.status), retry.text);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        retry = await place(i);
+      }
+      t.is(retry.status, 201, retry.text);
+      t.like(retry.body.orders[0], { buyerId: buyers[i].id });
+      t.like(retry.body.orders[0].items[0], { productId, quantity: 2 });
+      placed.push(retry.body.orders[0].id);
+    }
+    const rows = await owner.db('order_items').where('product_id', productId).select('order_id');
+    t.deepEqual(rows.map((row) => row.order_id).sort(), [...placed].sort(), 'one order per key, no more');
+    const row = await owner.db('products').where('id', productId).first('stock_quantity', 'sales_count');
+    t.is(row.stock_quantity, 4);
+    t.is(row.sales_count, 6);
   },
 );
