@@ -3,6 +3,7 @@
 // visible) and a log line carrying the request id of the request that caused it. Failed deliveries are
 // retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
+import type { Knex } from 'knex';
 import { dialect, type Db } from '../db';
 import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
@@ -24,13 +25,43 @@ export interface DispatcherOptions {
   sweepIntervalMs?: number;
 }
 
-interface PendingRow {
+export interface PendingRow {
   id: number | string;
   event_type: string;
   recipient_id: number;
   payload: string;
   request_id: string | null;
   attempts: number;
+}
+
+/**
+ * The delivery transaction. On MySQL/MariaDB it runs at READ COMMITTED: its locking read then locks the rows it
+ * claims and no gaps. At REPEATABLE READ (the default) the read also took next-key locks on the pending index up
+ * to the first row past the due range, which is exactly where every new order's outbox rows go, so an order
+ * commit waited for a delivery to commit (bench/README.md, Cluster, 2026-11-24: the row-lock waits sampled in
+ * the 2-instance spread runs were all of this kind). SQLite has one writer and no isolation levels to choose.
+ */
+export function inClaimTransaction<T>(db: Db, run: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return dialect.isMysql(db)
+    ? db.transaction(run, { isolationLevel: 'read committed' })
+    : db.transaction(run);
+}
+
+/**
+ * Claims up to `batchSize` due rows inside `trx` (inClaimTransaction's): on MySQL/MariaDB the rows stay locked
+ * until commit and other dispatchers (other instances on this database) skip them instead of delivering them a
+ * second time; SQLite's one writer serialises the claim. The order follows the pending index (delivered_at,
+ * next_attempt_at, id): ordering by id alone would filesort, and InnoDB would then lock every pending row, not
+ * just this batch, leaving nothing for the other dispatchers.
+ */
+export async function claimDue(trx: Knex.Transaction, now: Date, batchSize: number): Promise<PendingRow[]> {
+  const due = trx('notification_outbox')
+    .whereNull('delivered_at')
+    .where('next_attempt_at', '<=', now)
+    .orderBy([{ column: 'next_attempt_at' }, { column: 'id' }])
+    .limit(batchSize)
+    .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts');
+  return (await (dialect.isMysql(trx) ? due.forUpdate().skipLocked() : due)) as PendingRow[];
 }
 
 export function backoffMs(attempts: number, base: number, max: number): number {
@@ -55,21 +86,10 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   /** Delivers one batch of due rows; returns how many were due. */
   async function deliverBatch(): Promise<number> {
     const now = new Date();
-    // Claimed inside the delivery transaction: on MySQL/MariaDB the rows stay locked until commit and other
-    // dispatchers (other instances on this database) skip them instead of delivering them a second time.
-    // SQLite has one writer, so its transaction alone serialises the claim. The order follows the pending
-    // index (delivered_at, next_attempt_at, id): ordering by id alone would filesort, and InnoDB would then
-    // lock every pending row, not just this batch, leaving nothing for the other dispatchers.
     let rows: PendingRow[] = [];
     try {
-      await db.transaction(async (trx) => {
-        const due = trx('notification_outbox')
-          .whereNull('delivered_at')
-          .where('next_attempt_at', '<=', now)
-          .orderBy([{ column: 'next_attempt_at' }, { column: 'id' }])
-          .limit(batchSize)
-          .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts');
-        rows = (await (dialect.isMysql(db) ? due.forUpdate().skipLocked() : due)) as PendingRow[];
+      await inClaimTransaction(db, async (trx) => {
+        rows = await claimDue(trx, now, batchSize);
         if (rows.length === 0) return;
         await trx('notifications')
           .insert(
