@@ -113,7 +113,8 @@ export function createForwarder(deps: ForwarderDeps) {
       const run = handler;
       const request = msg.json<BatchEnvelope>();
       if (request.v !== 2 || !Array.isArray(request.items)) {
-        throw new Error(`Unknown forwarding envelope (version ${String(request.v)})`);
+        // An instance of another version (a cluster mid-upgrade): nothing ran, so the caller may retry safely.
+        throw unavailable(`Shard ${shard}'s owner runs another version (envelope ${String(request.v)})`);
       }
       // Every item starts in this turn (runItem calls the handler before its first await): one group commit.
       const items = await Promise.all(request.items.map((item) => runItem(run, shard, item, request.origin)));

@@ -292,7 +292,7 @@ async function forwarderPair(t: ExecutionContext, options: { requestTimeoutMs?: 
   await connections[2].flush();
   await owner.open(3);
   t.teardown(() => owner.close(3));
-  return { owner, caller, messages, state };
+  return { owner, caller, messages, state, prefix, spy: connections[2] };
 }
 
 natsTest(
@@ -448,5 +448,31 @@ natsTest(
     } finally {
       await cleanup(prefix, nodes);
     }
+  },
+);
+
+natsTest(
+  'an envelope of another version (a cluster mid-upgrade) is answered 503 with Retry-After for the whole batch, nothing run',
+  async (t) => {
+    const { owner, prefix, spy } = await forwarderPair(t);
+    let ran = 0;
+    owner.serve(async () => {
+      ran++;
+      return 'ran';
+    });
+    // The previous release's envelope: one request per message.
+    const v1 = { v: 1, productId: productIn(3), payload: { action: 'read' }, origin: 'older' };
+    const msg = await spy.request(`${prefix}.shard.3`, JSON.stringify(v1), { timeout: 2000 });
+    t.deepEqual(msg.json(), {
+      v: 2,
+      ok: false,
+      error: {
+        status: 503,
+        code: 'SERVICE_UNAVAILABLE',
+        message: "Shard 3's owner runs another version (envelope 1); please retry",
+        headers: { 'Retry-After': '4' },
+      },
+    });
+    t.is(ran, 0);
   },
 );
