@@ -15,7 +15,7 @@ import { createDb, type Db } from '../lib/db';
 import { encodeCursor } from '../lib/products/cursor';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
-import { ROOT, startChild, type Child } from './lib/processes';
+import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
 
 interface Options {
   db: 'mysql' | 'sqlite';
@@ -259,6 +259,7 @@ async function main(): Promise<void> {
         DATA_DIR: o.db === 'mysql' ? path.join(os.tmpdir(), 'mkt-bench-catalog') : o.dataDir,
       },
       '/health/ready',
+      startScriptFlags(),
     );
     hello = await startChild('bench/lib/hello-koa.ts', {}, '/');
     for (const scenario of list) {

@@ -35,7 +35,7 @@ import { prepareDatabase } from '../lib/server';
 import { cpuMicros, groupCommitBatches, pidOf } from './lib/metrics';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
-import { ROOT, startChild, type Child } from './lib/processes';
+import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
 
 type Scenario = 'hot' | 'spread' | 'get';
 
@@ -52,7 +52,11 @@ const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
 const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
 const SHARDS = 64;
 // Extra node flags for every instance, e.g. `--cpu-prof --cpu-prof-dir=bench/profiles` to profile them.
-const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+// npm start's node flags, then any extra ones (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile).
+const SERVER_NODE_ARGS = [
+  ...startScriptFlags(),
+  ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+];
 const SPREAD_PRODUCTS = 1000;
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
 
@@ -457,6 +461,7 @@ async function main(): Promise<void> {
           dbPoolMaxPerInstance: Number(POOL_MAX),
           dbTimeoutMs: Number(DB_TIMEOUT_MS),
           spreadProducts: SPREAD_PRODUCTS,
+          serverNodeArgs: SERVER_NODE_ARGS,
         },
         machine: {
           cpus: os.cpus().length,

@@ -27,6 +27,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
+import { startScriptFlags } from './lib/processes';
 import { cpuMicros, groupCommitBatches, peakRssMb } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
@@ -52,22 +53,11 @@ function dbFlag(argv: string[]): 'mysql' | 'sqlite' {
   return value;
 }
 const DB = dbFlag(process.argv.slice(2));
-/**
- * The node flags `npm start` gives the server (package.json's start script, e.g. the young generation's
- * size), so the bench measures the service as it is run; `--import tsx` is added by startServer.
- */
-function startScriptFlags(): string[] {
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
-    scripts: { start: string };
-  };
-  const words = pkg.scripts.start.split(/\s+/);
-  return words.filter(
-    (word, i) => word.startsWith('--') && word !== '--import' && words[i - 1] !== '--import',
-  );
-}
-const START_FLAGS = startScriptFlags();
 // Extra node flags for the server process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
-const SERVER_NODE_ARGS = [...START_FLAGS, ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+const SERVER_NODE_ARGS = [
+  ...startScriptFlags(),
+  ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
+];
 const SPREAD_PRODUCTS = 1000;
 
 interface RunResult {

@@ -1,11 +1,26 @@
 // Child processes of the benchmark: the real service (`lib/server.ts`, as `npm start` runs it) and the
 // bare Koa baseline, each on a free port, so the load generator never shares an event loop with them.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * The node flags `npm start` gives the server (package.json's start script, e.g. the young generation's size),
+ * so a benchmark measures the service as it is run; `--import tsx` is left to the caller.
+ */
+export function startScriptFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  return words.filter(
+    (word, i) => word.startsWith('--') && word !== '--import' && words[i - 1] !== '--import',
+  );
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
