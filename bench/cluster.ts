@@ -1,7 +1,8 @@
 // `npm run bench:cluster`: the service as a cluster of 1, 2 and 3 instances (`lib/server.ts` processes with
 // NATS_URL set, one MariaDB database, one private CLUSTER_PREFIX per configuration) under load spread
 // round-robin over the instances from ONE generator (autocannon in this process, its connections spread over
-// the instances' URLs, as a balancer spreads them). Scenarios, each measured for every instance count:
+// the instances' URLs, as a balancer spreads them; the cached GET from wrk when installed, its threads spread
+// the same way). Scenarios, each measured for every instance count:
 //   hot:    one unit of ONE product per order,
 //   spread: one unit of one of 1,000 products per order,
 //   get:    a cached GET (one product's detail).
@@ -15,7 +16,9 @@
 // Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_NATS_URL
 // [nats://127.0.0.1:4222], BENCH_CONNECTIONS [60: a multiple of 1, 2 and 3], BENCH_DURATION [8 s],
 // BENCH_WARMUP [2 s], BENCH_ROUNDS [2], BENCH_INSTANCES [1,2,3], BENCH_SCENARIOS [hot,spread,get],
-// BENCH_DB_POOL_MAX [20 per instance], BENCH_DB_TIMEOUT_MS [60000: patient, as bench:orders].
+// BENCH_DB_POOL_MAX [20 per instance], BENCH_DB_TIMEOUT_MS [60000: patient, as bench:orders],
+// BENCH_GET_GENERATOR [wrk when installed (Debian: apt-get install -y wrk), else autocannon]: the generator of
+// the cached GET, whose CPU per request is of the order of the service's own (bench/lib/wrk.ts).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,10 +35,11 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { createLogger } from '../lib/logger';
 import { prepareDatabase } from '../lib/server';
-import { cpuMicros, groupCommitBatches, pidOf } from './lib/metrics';
+import { cpuMicros, reapedChildrenCpuMicros, groupCommitBatches, pidOf } from './lib/metrics';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
+import { runWrk, wrkAvailable } from './lib/wrk';
 
 type Scenario = 'hot' | 'spread' | 'get';
 
@@ -58,6 +62,11 @@ const SERVER_NODE_ARGS = [
   ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
 ];
 const SPREAD_PRODUCTS = 1000;
+const GET_GENERATOR = env.BENCH_GET_GENERATOR ?? (wrkAvailable() ? 'wrk' : 'autocannon');
+if (GET_GENERATOR !== 'wrk' && GET_GENERATOR !== 'autocannon')
+  throw new Error('BENCH_GET_GENERATOR must be wrk or autocannon');
+/** wrk's threads for the cached GET: a multiple of 1, 2 and 3 instances, so each gets the same share. */
+const WRK_THREADS = 6;
 const JWT_SECRET = crypto.randomBytes(32).toString('hex');
 
 const TARGETS: Record<Scenario, number> = { hot: 0.9, spread: 1.0, get: 1.3 };
@@ -67,6 +76,8 @@ interface Measurement {
   round: number;
   instances: number;
   scenario: Scenario;
+  /** The load generator of this measurement. */
+  generator: 'autocannon' | 'wrk';
   /** 201s per second for orders, 200s per second for the GET. */
   rate: number;
   p50Ms: number;
@@ -177,16 +188,49 @@ async function stopCluster(cluster: { children: Child[]; prefix: string }): Prom
   await destroyClusterBuckets(NATS_URL, cluster.prefix).catch(() => undefined);
 }
 
-function run(
+/** What a load run gives, whichever generator ran it. */
+interface LoadResult {
+  generator: 'autocannon' | 'wrk';
+  /** The answers that count (201 for orders, 200 for the GET). */
+  ok: number;
+  durationSeconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Answers by status; wrk tells only 2xx/3xx ("2xx") from the rest ("non-2xx"). */
+  statuses: Record<string, number>;
+  errors: number;
+}
+
+async function run(
   urls: string[],
   fixture: OrderWorld,
   scenario: Scenario,
   seconds: number,
-): Promise<autocannon.Result> {
+): Promise<LoadResult> {
+  const detail = `/api/v1/products/${fixture.spread[0]}`;
+  if (scenario === 'get' && GET_GENERATOR === 'wrk') {
+    const r = await runWrk({
+      urls,
+      urlPath: detail,
+      connections: CONNECTIONS,
+      threads: WRK_THREADS,
+      seconds,
+    });
+    const ok = r.requests - r.non2xx;
+    return {
+      generator: 'wrk',
+      ok,
+      durationSeconds: r.durationSeconds,
+      p50Ms: r.p50Ms,
+      p99Ms: r.p99Ms,
+      statuses: { '2xx': ok, ...(r.non2xx > 0 ? { 'non-2xx': r.non2xx } : {}) },
+      errors: r.errors,
+    };
+  }
   let n = 0;
   const request: autocannon.Request =
     scenario === 'get'
-      ? { method: 'GET', path: `/api/v1/products/${fixture.spread[0]}` }
+      ? { method: 'GET', path: detail }
       : {
           method: 'POST',
           path: '/api/v1/orders',
@@ -206,7 +250,7 @@ function run(
             };
           },
         };
-  return autocannon({
+  const r = await autocannon({
     // autocannon spreads its connections over several URLs (round-robin); its types name only one
     url: urls as unknown as string,
     connections: CONNECTIONS,
@@ -214,6 +258,18 @@ function run(
     timeout: 60,
     requests: [request],
   });
+  const statuses = Object.fromEntries(
+    Object.entries(r.statusCodeStats ?? {}).map(([status, s]) => [status, s.count ?? 0]),
+  );
+  return {
+    generator: 'autocannon',
+    ok: scenario === 'get' ? (statuses['200'] ?? 0) : (statuses['201'] ?? 0),
+    durationSeconds: r.duration,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    statuses,
+    errors: r.errors + r.timeouts,
+  };
 }
 
 /**
@@ -267,15 +323,16 @@ const MARIADB_PID = pidOf('mariadbd') ?? pidOf('mysqld');
 
 /**
  * CPU time so far of the cluster's instances (together), the NATS server, MariaDB and this process (the
- * generator: autocannon is all it runs while a load is on), in microseconds.
+ * generator: autocannon is all it runs while a load is on, or wrk, its child), in microseconds.
  */
 function cpuNow(children: Child[]): { service: number; nats: number; mariadb: number; generator: number } {
   const own = process.cpuUsage();
+  // wrk runs as a child of this process: its CPU joins our children's once it exited and was reaped.
   return {
     service: children.reduce((sum, child) => sum + cpuMicros(child.process.pid!), 0),
     nats: NATS_PID ? cpuMicros(NATS_PID) : 0,
     mariadb: MARIADB_PID ? cpuMicros(MARIADB_PID) : 0,
-    generator: own.user + own.system,
+    generator: own.user + own.system + reapedChildrenCpuMicros(),
   };
 }
 
@@ -324,7 +381,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
       const oversell =
         scenario === 'get' ? '—' : runs.some((r) => r.oversell || r.conserved === false) ? '**YES**' : 'none';
       lines.push(
-        `| ${scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${(['service', 'nats', 'mariadb', 'generator'] as const).map((part) => median(runs.map((r) => r.cpuUs[part]))).join(', ')} | ${scenario === 'get' ? '—' : (['statements', 'commits'] as const).map((part) => median(runs.map((r) => r.db?.[part] ?? 0))).join(', ')} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
+        `| ${scenario === 'get' ? `get (${GET_GENERATOR})` : scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${scenario === 'get' ? '—' : median(runs.map((r) => r.ordersPerCommit ?? 0))} | ${(['service', 'nats', 'mariadb', 'generator'] as const).map((part) => median(runs.map((r) => r.cpuUs[part]))).join(', ')} | ${scenario === 'get' ? '—' : (['statements', 'commits'] as const).map((part) => median(runs.map((r) => r.db?.[part] ?? 0))).join(', ')} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
       );
     }
   lines.push('', '| ratio | value | target | met |', '|---|---:|---|---|');
@@ -382,19 +439,17 @@ async function main(): Promise<void> {
             const loadavgAfter = loadavg();
             const after = await groupCommitBatches(urls);
             const commits = after.count - before.count;
-            const statuses = Object.fromEntries(
-              Object.entries(r.statusCodeStats ?? {}).map(([status, s]) => [status, s.count ?? 0]),
-            );
-            const ok = scenario === 'get' ? (statuses['200'] ?? 0) : (statuses['201'] ?? 0);
+            const { ok, statuses } = r;
             const m: Measurement = {
               round,
               instances: count,
               scenario,
-              rate: Math.round(ok / r.duration),
-              p50Ms: r.latency.p50,
-              p99Ms: r.latency.p99,
+              generator: r.generator,
+              rate: Math.round(ok / r.durationSeconds),
+              p50Ms: r.p50Ms,
+              p99Ms: r.p99Ms,
               statuses,
-              errors: r.errors + r.timeouts,
+              errors: r.errors,
               loadavgBefore,
               loadavgAfter,
               cpuUs: {
@@ -462,6 +517,7 @@ async function main(): Promise<void> {
           dbTimeoutMs: Number(DB_TIMEOUT_MS),
           spreadProducts: SPREAD_PRODUCTS,
           serverNodeArgs: SERVER_NODE_ARGS,
+          getGenerator: GET_GENERATOR,
         },
         machine: {
           cpus: os.cpus().length,
