@@ -70,6 +70,7 @@ export function createServices(deps: Deps) {
     ...deps,
     catalog: createCatalogHooks(events),
     onBatchCommitted: metrics.batchCommitted,
+    onPlaced: () => dispatcher.kick(),
     cluster: deps.cluster ?? undefined,
     writers: [orderWriter as StockWriter<unknown, unknown>],
   });

@@ -19,6 +19,8 @@ export interface ActorInventoryOptions {
   idleMs: number;
   announce: AnnounceChanges;
   onBatchCommitted?: (size: number) => void;
+  /** A placement committed here (create-inventory.ts). */
+  onPlaced?: () => void;
 }
 
 export function createActorInventory(options: ActorInventoryOptions) {
@@ -60,7 +62,9 @@ export function createActorInventory(options: ActorInventoryOptions) {
         }
         try {
           // From here on the group commit owns the reservations (commits or releases them).
-          return await groupCommit.submit({ details: request.details, lines }, writer, reservations);
+          const placed = await groupCommit.submit({ details: request.details, lines }, writer, reservations);
+          options.onPlaced?.();
+          return placed;
         } catch (err) {
           if (!(err instanceof RetryPlacement)) throw err;
           if (attempt >= MAX_ATTEMPTS)

@@ -17,6 +17,12 @@ export interface InventoryDeps {
   catalog: CatalogHooks;
   /** Named hook for metrics: the size of each committed group-commit batch (actor mode only). */
   onBatchCommitted?: (size: number) => void;
+  /**
+   * Named hook: a placement committed in THIS process (its writer's rows, the outbox's among them, are in the
+   * database): the notification dispatcher's kick. In a cluster it runs on the owner that committed, not on
+   * the instance that forwarded the request, so only the dispatcher that can see the rows first wakes.
+   */
+  onPlaced?: () => void;
   /** Cluster mode: requests to take stock run on the owner of their first product (actor mode only). */
   cluster?: ShardRouter;
   /** The writers a forwarded request may name (cluster mode). */
@@ -37,13 +43,19 @@ export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardH
   }
 
   if (deps.config.inventoryMode === 'transactional')
-    return createTransactionalInventory({ db: deps.db, logger: deps.logger, announce });
+    return createTransactionalInventory({
+      db: deps.db,
+      logger: deps.logger,
+      announce,
+      onPlaced: deps.onPlaced,
+    });
   const inventory = createActorInventory({
     db: deps.db,
     logger: deps.logger,
     idleMs: deps.config.actorIdleMs,
     announce,
     onBatchCommitted: deps.onBatchCommitted,
+    onPlaced: deps.onPlaced,
   });
   // A product edited elsewhere (name, price, status, stock): its actor re-reads before deciding again.
   deps.catalog.onProductChanged((productId, origin) => {

@@ -17,10 +17,13 @@ export function createTransactionalInventory({
   db,
   logger,
   announce,
+  onPlaced,
 }: {
   db: Db;
   logger: Logger;
   announce: AnnounceChanges;
+  /** A placement committed here (create-inventory.ts). */
+  onPlaced?: () => void;
 }): Inventory {
   return {
     mode: 'transactional',
@@ -58,6 +61,7 @@ export function createTransactionalInventory({
             return written;
           });
           await announce(items.map((item) => item.productId));
+          onPlaced?.();
           return result;
         } catch (err) {
           // A lost COMMIT that did not apply wrote nothing: deciding again is safe.

@@ -26,7 +26,10 @@ export interface OrderServiceDeps {
   caps?: BuyerCaps;
   /** The writer of the orders' rows, made with the same caps (createOrderWriter). */
   writer: StockWriter<OrderDetails, OrderJson[]>;
-  /** Named hook: new outbox rows were committed (the dispatcher delivers them). */
+  /**
+   * Named hook: new outbox rows were committed by a status change, a cancellation or an expiry (the dispatcher
+   * delivers them). A placement's rows are announced by the inventory, where they were committed.
+   */
   notifications: { wake(): void };
   /** Named hooks for metrics: orders committed, and placements refused by the error code the client sees. */
   observer?: { placed(count: number): void; refused(reason: string): void };
@@ -87,7 +90,6 @@ export function createOrderService(deps: OrderServiceDeps) {
           orderWriter,
         );
         claim?.end();
-        notifications.wake();
         deps.observer?.placed(placed.length);
         return { orders: placed, replayed: false };
       } catch (err) {

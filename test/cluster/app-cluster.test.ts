@@ -117,6 +117,44 @@ natsTest("the owner's refusal reaches the client through the other instance unch
   }),
 );
 
+natsTest(
+  "a forwarded order's notifications are delivered by the owner's dispatcher, which its commit woke",
+  (t) =>
+    withWorld(t, async (world) => {
+      const [owner, other] = world.apps;
+      const productId = await productOwnedBy(world, owner);
+      const deliveredBy = new Map<number, string>();
+      const stops = world.apps.map((app, i) =>
+        app.bundle.services.dispatcher.events.on('delivered', ({ outboxIds }) => {
+          for (const id of outboxIds) deliveredBy.set(id, i === 0 ? 'owner' : 'other');
+        }),
+      );
+      try {
+        const placed = await order(other, world.buyer, productId, 1);
+        t.is(placed.status, 201, placed.text);
+        const requestId = placed.headers.get('x-request-id');
+        const rows: Array<{ id: number }> = await owner
+          .db('notification_outbox')
+          .where('request_id', requestId)
+          .select('id');
+        t.true(rows.length > 0, 'the order wrote outbox rows');
+        const ids = rows.map((row) => Number(row.id));
+        // Well inside the 5 s sweep: only a kick after the commit delivers this fast.
+        await until(
+          () => ids.every((id) => deliveredBy.has(id)),
+          2000,
+          () => `${[...deliveredBy.entries()].filter(([id]) => ids.includes(id)).length} of ${ids.length}`,
+        );
+        t.deepEqual(
+          ids.map((id) => deliveredBy.get(id)),
+          ids.map(() => 'owner'),
+        );
+      } finally {
+        stops.forEach((stop) => stop());
+      }
+    }),
+);
+
 natsTest('a product edit and a new category on one instance show on the other within 1 s', (t) =>
   withWorld(t, async (world) => {
     const [first, second] = world.apps;
