@@ -59,6 +59,16 @@ function visibilityKey(viewer: AuthMember | null): number | 'ADMIN' | null {
   return viewer?.role === 'SELLER' ? viewer.id : viewer?.role === 'ADMIN' ? 'ADMIN' : null;
 }
 
+/** The filters of a list query, as cache key parts (the count's and the public pages'). */
+const filterKey = (query: ProductFilters) => [
+  query.keyword ?? null,
+  query.categoryId ?? null,
+  query.sellerId ?? null,
+  query.status ?? null,
+  query.minPrice ?? null,
+  query.maxPrice ?? null,
+];
+
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
 
 export function createProductService(deps: ProductServiceDeps) {
@@ -139,16 +149,8 @@ export function createProductService(deps: ProductServiceDeps) {
   }
 
   async function list(viewer: AuthMember | null, query: ListQuery): Promise<PageSlice<ProductJson>> {
-    const countKey = JSON.stringify([
-      // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
-      visibilityKey(viewer),
-      query.keyword ?? null,
-      query.categoryId ?? null,
-      query.sellerId ?? null,
-      query.status ?? null,
-      query.minPrice ?? null,
-      query.maxPrice ?? null,
-    ]);
+    // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
+    const countKey = JSON.stringify([visibilityKey(viewer), ...filterKey(query)]);
     const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
     const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
     return mapPage(page, (rows) => productsJson(db, rows));
@@ -246,18 +248,7 @@ export function createProductService(deps: ProductServiceDeps) {
       const load = async () => envelope(await list(null, query));
       if (listCacheEntries === 0) return load().then((body) => cachedDocument(body));
       const sort = parseSort(query.sort);
-      const key = JSON.stringify([
-        query.keyword ?? null,
-        query.categoryId ?? null,
-        query.sellerId ?? null,
-        query.status ?? null,
-        query.minPrice ?? null,
-        query.maxPrice ?? null,
-        query.page,
-        query.size,
-        sort.field,
-        sort.direction,
-      ]);
+      const key = JSON.stringify([...filterKey(query), query.page, query.size, sort.field, sort.direction]);
       return loadCachedDocument(listCache, key, load);
     },
 

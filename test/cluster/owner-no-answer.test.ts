@@ -18,32 +18,42 @@ test.after.always(async () => {
   for (const cleanup of cleanups) await cleanup();
 });
 
+/**
+ * Two instances, "owner" and "caller", on a new database and cluster prefix, each serving its 4 of 8 shards; and
+ * the database's URL (for a connection of the test's own).
+ */
+async function ownerAndCaller(
+  name: string,
+): Promise<{ owner: TestApp; caller: TestApp; databaseUrl: string }> {
+  const database = await createTestDatabase();
+  const prefix = uniquePrefix(name);
+  const env = {
+    NATS_URL,
+    CLUSTER_PREFIX: prefix,
+    CLUSTER_SHARDS: '8',
+    CLUSTER_REQUEST_TIMEOUT_MS: '1000',
+    DB_STATEMENT_TIMEOUT_MS: '10000',
+  };
+  const apps: TestApp[] = [];
+  cleanups.push(async () => {
+    await Promise.allSettled(apps.map((app) => app.close()));
+    await destroyClusterBuckets(NATS_URL, prefix);
+    await database.drop();
+  });
+  apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
+  apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
+  await until(
+    () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
+    5000,
+    () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
+  );
+  return { owner: apps[0], caller: apps[1], databaseUrl: database.env.DATABASE_URL };
+}
+
 natsTest(
   'a forwarded order whose owner does not answer in time is exact on retry with its key',
   async (t) => {
-    const database = await createTestDatabase();
-    const prefix = uniquePrefix('noanswer');
-    const env = {
-      NATS_URL,
-      CLUSTER_PREFIX: prefix,
-      CLUSTER_SHARDS: '8',
-      CLUSTER_REQUEST_TIMEOUT_MS: '1000',
-      DB_STATEMENT_TIMEOUT_MS: '10000',
-    };
-    const apps: TestApp[] = [];
-    cleanups.push(async () => {
-      await Promise.allSettled(apps.map((app) => app.close()));
-      await destroyClusterBuckets(NATS_URL, prefix);
-      await database.drop();
-    });
-    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
-    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
-    const [owner, caller] = apps;
-    await until(
-      () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
-      5000,
-      () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
-    );
+    const { owner, caller, databaseUrl } = await ownerAndCaller('noanswer');
     const seller = await createMember(owner, 'SELLER');
     const buyer = await createMember(owner, 'BUYER');
     let productId: number;
@@ -59,7 +69,7 @@ natsTest(
       });
 
     // Hold the product's row: the owner's group commit waits for it, longer than the caller waits for the owner.
-    const blocker = knexFactory({ client: 'mysql2', connection: database.env.DATABASE_URL });
+    const blocker = knexFactory({ client: 'mysql2', connection: databaseUrl });
     try {
       const trx = await blocker.transaction();
       await trx('products').where('id', productId).forUpdate().first();
@@ -97,29 +107,7 @@ natsTest(
 natsTest(
   'several forwarded orders whose owner does not answer: each is a 503 COMMIT_OUTCOME_UNKNOWN and exact on retry with its own key',
   async (t) => {
-    const database = await createTestDatabase();
-    const prefix = uniquePrefix('noanswer-batch');
-    const env = {
-      NATS_URL,
-      CLUSTER_PREFIX: prefix,
-      CLUSTER_SHARDS: '8',
-      CLUSTER_REQUEST_TIMEOUT_MS: '1000',
-      DB_STATEMENT_TIMEOUT_MS: '10000',
-    };
-    const apps: TestApp[] = [];
-    cleanups.push(async () => {
-      await Promise.allSettled(apps.map((app) => app.close()));
-      await destroyClusterBuckets(NATS_URL, prefix);
-      await database.drop();
-    });
-    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'owner' } }));
-    apps.push(await startTestApp({ database, env: { ...env, CLUSTER_INSTANCE_ID: 'caller' } }));
-    const [owner, caller] = apps;
-    await until(
-      () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
-      5000,
-      () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
-    );
+    const { owner, caller, databaseUrl } = await ownerAndCaller('noanswer-batch');
     const seller = await createMember(owner, 'SELLER');
     const buyers = await Promise.all([0, 1, 2].map(() => createMember(owner, 'BUYER')));
     let productId: number;
@@ -134,7 +122,7 @@ natsTest(
         body: { orderItems: [{ productId, quantity: 2 }], shippingAddress: address },
       });
 
-    const blocker = knexFactory({ client: 'mysql2', connection: database.env.DATABASE_URL });
+    const blocker = knexFactory({ client: 'mysql2', connection: databaseUrl });
     try {
       const trx = await blocker.transaction();
       await trx('products').where('id', productId).forUpdate().first();
