@@ -29,8 +29,9 @@ test('concurrent first requests share one activation (one load) and decisions ar
     idleMs: 60_000,
   });
   let loads = 0;
-  const count = (query: { sql: string }) => {
-    if (/from [`"]products[`"]/i.test(query.sql)) loads++;
+  // Only this product's reads: the file's other tests run concurrently on the same connection pool.
+  const count = (query: { sql: string; bindings?: unknown[] }) => {
+    if (/from [`"]products[`"]/i.test(query.sql) && query.bindings?.includes(productId)) loads++;
   };
   app.db.on('query', count);
   try {
