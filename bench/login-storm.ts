@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, startChild } from './lib/processes';
+import { ROOT, startChild, startScriptFlags } from './lib/processes';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       LOGIN_ADDRESS_LIMIT: 'off',
     },
     '/health/ready',
+    startScriptFlags(),
   );
   try {
     const login = await fetch(`${service.url}/api/v1/auth/login`, {
