@@ -5,6 +5,7 @@
 import test from 'ava';
 import { startTestApp, type ApiResponse, type TestApp } from '../helpers/harness';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
+import { address } from '../orders/order-fixtures';
 
 let app: TestApp;
 let seller: TestMember;
@@ -21,14 +22,6 @@ test.before(async () => {
 test.after.always(async () => {
   await app?.close();
 });
-
-const shippingAddress = {
-  zipCode: '04524',
-  address: '1 Market Street',
-  addressDetail: 'Unit 2',
-  receiverName: 'Test Buyer',
-  receiverPhone: '010-0000-0000',
-};
 
 /** Statements that read `products` while `run` runs (a page served from the cache or the memo reads none). */
 async function productReads<T>(app: TestApp, run: () => Promise<T>): Promise<{ result: T; reads: number }> {
@@ -149,7 +142,7 @@ test.serial(
 
     const order = await app.request('POST', '/api/v1/orders', {
       token: buyer.token,
-      body: { orderItems: [{ productId, quantity: 2 }], shippingAddress },
+      body: { orderItems: [{ productId, quantity: 2 }], shippingAddress: address },
     });
     t.is(order.status, 201, JSON.stringify(order.body));
 
