@@ -124,6 +124,15 @@ export const dialect = {
   firstInsertedId(source: KnexSource, reported: number, count: number): number {
     return dialect.isMysql(source) ? reported : reported - count + 1;
   },
+  /** The result of a raw write (`db.raw`): mysql2's `[ResultSetHeader]`, better-sqlite3's `{ changes, lastInsertRowid }`. */
+  rawWriteResult(source: KnexSource, result: unknown): { affectedRows: number; insertId: number } {
+    if (dialect.isMysql(source)) {
+      const header = (result as [{ affectedRows: number; insertId: number | string }])[0];
+      return { affectedRows: Number(header.affectedRows), insertId: Number(header.insertId) };
+    }
+    const info = result as { changes: number; lastInsertRowid: number | bigint };
+    return { affectedRows: Number(info.changes), insertId: Number(info.lastInsertRowid) };
+  },
 };
 
 /** Rows changed by an UPDATE/DELETE through the query builder, on either database. */

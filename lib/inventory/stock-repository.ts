@@ -4,7 +4,7 @@
 // modes and cancellations use these statements; the status each write leaves follows the stock by the
 // one rule in actors/product-status.ts.
 import type { Knex } from 'knex';
-import { affectedRows, toCents } from '../db';
+import { affectedRows, dialect, toCents } from '../db';
 import { sql, statusFollowingStockRaw, statusFollowingStockSql } from '../products/product-status-sql';
 import type { ProductStatus } from '../../actors/product-status';
 import type { JudgedStockChange, ProductView, StockChange } from '../../actors/stock-rules';
@@ -80,12 +80,6 @@ export async function deductStock(
   return refused;
 }
 
-/** Rows a raw UPDATE matched: mysql2's `[ResultSetHeader]`, better-sqlite3's `{ changes }`. */
-function rawAffectedRows(result: unknown): number {
-  const header = Array.isArray(result) ? (result[0] as { affectedRows?: number }) : undefined;
-  return Number(header?.affectedRows ?? (result as { changes?: number })?.changes ?? 0);
-}
-
 // The status rule with the stock after the change, `stock_quantity - ?`: `status` binds nothing, so the
 // rule's one binding is that quantity (checked here, once).
 const STATUS_AFTER_DEDUCTION = statusFollowingStockSql(sql('status'), sql('stock_quantity - ?', 0));
@@ -127,7 +121,8 @@ export async function deductStockBatch(
       ...pairs((change) => [change.catalogVersion]),
       ...pairs(quantity),
     ];
-    if (rawAffectedRows(await trx.raw(text, bindings)) !== chunk.length) return false;
+    if (dialect.rawWriteResult(trx, await trx.raw(text, bindings)).affectedRows !== chunk.length)
+      return false;
   }
   return true;
 }

@@ -58,13 +58,6 @@ function insertStatement(table: string, rows: Record<string, unknown>[]): [strin
   return [statement.head + new Array<string>(rows.length).fill(statement.row).join(', '), bindings];
 }
 
-/** The id the database reports for a raw INSERT: mysql2's first insertId, better-sqlite3's last rowid. */
-function reportedId(db: Knex, result: unknown): number {
-  return dialect.isMysql(db)
-    ? Number((result as [{ insertId: number | string }])[0].insertId)
-    : Number((result as { lastInsertRowid: number | bigint }).lastInsertRowid);
-}
-
 /** Inserts `rows` (all with the same columns) in one statement. */
 export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[]): Promise<void> {
   if (rows.length === 0) return;
@@ -82,6 +75,6 @@ export async function insertWithIds(
   const [sql, bindings] = insertStatement(table, rows);
   const result: unknown = await db.raw(sql, bindings);
   if (!known) return null;
-  const first = dialect.firstInsertedId(db, reportedId(db, result), rows.length);
+  const first = dialect.firstInsertedId(db, dialect.rawWriteResult(db, result).insertId, rows.length);
   return rows.map((_, index) => first + index);
 }
