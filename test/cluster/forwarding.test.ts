@@ -263,7 +263,10 @@ natsTest('a request reaching an instance that just lost the shard is answered 50
 });
 
 /** An owner and a caller forwarder on their own connections, plus a plain (non-queue) spy on shard 3's subject. */
-async function forwarderPair(t: ExecutionContext, options: { requestTimeoutMs?: number } = {}) {
+async function forwarderPair(
+  t: ExecutionContext,
+  options: { requestTimeoutMs?: number; callerMaxPayload?: number } = {},
+) {
   const prefix = uniquePrefix('batch');
   const connections: NatsConnection[] = [];
   for (let i = 0; i < 3; i++) connections.push(await connect({ servers: NATS_URL }));
@@ -284,7 +287,13 @@ async function forwarderPair(t: ExecutionContext, options: { requestTimeoutMs?: 
     instanceId: 'owner',
     owns: () => state.owned,
   });
-  const caller = createForwarder({ ...common, nc: connections[1], instanceId: 'caller', owns: () => false });
+  // The caller's view of the server's message limit, made small to split batches (the connection is real).
+  const callerNc: NatsConnection = options.callerMaxPayload
+    ? Object.create(connections[1], {
+        info: { value: { ...connections[1].info!, max_payload: options.callerMaxPayload } },
+      })
+    : connections[1];
+  const caller = createForwarder({ ...common, nc: callerNc, instanceId: 'caller', owns: () => false });
   const messages: Array<{ v: number; origin: string; items: Array<{ productId: number }> }> = [];
   connections[2].subscribe(`${prefix}.shard.3`, {
     callback: (_err, msg) => void messages.push(msg.json()),
@@ -474,5 +483,29 @@ natsTest(
       },
     });
     t.is(ran, 0);
+  },
+);
+
+natsTest(
+  "a turn's requests over the server's message limit travel in several batches, each under it; every request is answered",
+  async (t) => {
+    // Limit 3,072 bytes: the forwarder keeps 1,024 for the envelope, so about 2,048 of items per message.
+    const { owner, caller, messages } = await forwarderPair(t, { callerMaxPayload: 3072 });
+    owner.serve(async ({ productId }) => ({ productId }));
+    const padding = 'x'.repeat(600);
+    const ids = [1, 2, 3, 4, 5, 6, 7].map((n) => productIn(3, 64, n));
+    const results = await Promise.all(ids.map((id) => caller.request(id, { padding })));
+
+    t.deepEqual(
+      results,
+      ids.map((productId) => ({ productId })),
+    );
+    t.true(messages.length > 1, `split into ${messages.length} message(s)`);
+    t.deepEqual(
+      messages.flatMap((message) => message.items.map((item) => item.productId)),
+      ids,
+      'every request travelled once, in order',
+    );
+    for (const message of messages) t.true(JSON.stringify(message).length <= 3072 - 1024 + 200);
   },
 );
