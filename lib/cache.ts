@@ -16,8 +16,16 @@ export interface Cache<T> {
    * has, counted as a hit when it holds (the response memo's check that a replayed document is still current).
    */
   holds(key: string, value: T): boolean;
-  /** The cached value, or the result of one shared `load()` for all concurrent callers. */
-  getOrLoad(key: string, load: () => Promise<T>): Promise<T>;
+  /**
+   * Deletes every stored entry, and forgets every load in flight (so it does not store its result), for which
+   * `predicate` is true: in flight, `value` is undefined.
+   */
+  delWhere(predicate: (key: string, value: T | undefined) => boolean): void;
+  /**
+   * The cached value, or the result of one shared `load()` for all concurrent callers. `keep`, when given, is
+   * asked as the loaded value is stored (in the same turn): false leaves it unstored (still returned).
+   */
+  getOrLoad(key: string, load: () => Promise<T>, keep?: (value: T) => boolean): Promise<T>;
   /** Entries held now (never more than maxEntries), and loads in flight. */
   size(): { entries: number; loading: number };
   close(): void;
@@ -75,7 +83,14 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
       inFlight.clear();
       store.flushAll();
     },
-    getOrLoad(key, load) {
+    delWhere(predicate) {
+      for (const key of [...inFlight.keys()]) if (predicate(key, undefined)) inFlight.delete(key);
+      for (const key of store.keys()) {
+        const value = store.get<T>(key);
+        if (value !== undefined && predicate(key, value)) store.del(key);
+      }
+    },
+    getOrLoad(key, load, keep) {
       const hit = store.get<T>(key);
       observer?.(name, hit === undefined ? 'miss' : 'hit');
       if (hit !== undefined) return Promise.resolve(hit);
@@ -85,7 +100,7 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
         (value) => {
           if (inFlight.get(key) === promise) {
             inFlight.delete(key);
-            put(key, value);
+            if (keep === undefined || keep(value)) put(key, value);
           }
           return value;
         },

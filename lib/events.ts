@@ -10,8 +10,16 @@ import Emittery from 'emittery';
  */
 export type ProductChangeOrigin = 'catalog' | 'images' | 'inventory' | 'remote';
 
+/**
+ * What a product change touched, when less than anything: `stock` (an order or a cancellation: stock, sales
+ * and ON_SALE <-> SOLD_OUT only) or `images`. Absent: anything may have changed.
+ */
+export type ProductChangeScope = 'stock' | 'images';
+
+export const PRODUCT_CHANGE_SCOPES: readonly ProductChangeScope[] = ['stock', 'images'];
+
 export interface DomainEvents {
-  productChanged: { productId: number; origin?: ProductChangeOrigin };
+  productChanged: { productId: number; origin?: ProductChangeOrigin; scope?: ProductChangeScope };
   /** The category tree changed (`remote`: on another instance). */
   categoriesChanged: { remote?: boolean };
   /** Change events may have been missed (the cluster connection came back): drop every cached copy. */
@@ -27,7 +35,7 @@ export function createEventBus(): EventBus {
 /** The catalog's named hook: announce a product change and learn of others'. */
 export interface CatalogHooks {
   /** Resolves after every listener ran (the catalog's caches are dropped). */
-  productChanged(productId: number, origin: ProductChangeOrigin): Promise<void>;
+  productChanged(productId: number, origin: ProductChangeOrigin, scope?: ProductChangeScope): Promise<void>;
   onProductChanged(listener: (productId: number, origin: ProductChangeOrigin | undefined) => void): void;
   /** Change events may have been missed: whatever is held in memory must be re-read. */
   onCachesStale(listener: () => void): void;
@@ -35,7 +43,7 @@ export interface CatalogHooks {
 
 export function createCatalogHooks(bus: EventBus): CatalogHooks {
   return {
-    productChanged: (productId, origin) => bus.emit('productChanged', { productId, origin }),
+    productChanged: (productId, origin, scope) => bus.emit('productChanged', { productId, origin, scope }),
     onProductChanged(listener) {
       bus.on('productChanged', ({ productId, origin }) => listener(productId, origin));
     },

@@ -3,28 +3,40 @@
 // so every instance drops its cached copies (detail, popular, count, categories) and its actors re-read. A
 // reconnect to NATS means events may have been missed: every cache is dropped (`cachesStale`). The caches'
 // TTLs remain the last-resort bound when NATS itself loses a message.
-import type { EventBus } from '../events';
+import { PRODUCT_CHANGE_SCOPES, type EventBus, type ProductChangeScope } from '../events';
 import type { Cluster } from './cluster';
 
-/** Product ids changed in one tick travel as one message (a group commit announces a batch at once). */
+/**
+ * Product ids changed in one tick travel as one message (a group commit announces a batch at once), each with
+ * what changed (`scopes[i]`; null: anything), so other instances drop no more than this one did.
+ */
 interface ProductsChanged {
   productIds: number[];
+  scopes?: Array<ProductChangeScope | null>;
 }
 
+/** Two changes of one product in one tick: what both touched (null: anything). */
+const merged = (a: ProductChangeScope | null, b: ProductChangeScope | null) => (a === b ? a : null);
+
+const scopeOf = (value: unknown): ProductChangeScope | undefined =>
+  PRODUCT_CHANGE_SCOPES.find((scope) => scope === value);
+
 export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<() => void> {
-  const pending = new Set<number>();
+  const pending = new Map<number, ProductChangeScope | null>();
   let scheduled = false;
   const flush = () => {
     scheduled = false;
-    const productIds = [...pending];
+    const productIds = [...pending.keys()];
+    const scopes = [...pending.values()];
     pending.clear();
-    if (productIds.length > 0) cluster.publish('productsChanged', { productIds } satisfies ProductsChanged);
+    if (productIds.length > 0)
+      cluster.publish('productsChanged', { productIds, scopes } satisfies ProductsChanged);
   };
 
   const offs = [
-    bus.on('productChanged', ({ productId, origin }) => {
+    bus.on('productChanged', ({ productId, origin, scope = null }) => {
       if (origin === 'remote') return;
-      pending.add(productId);
+      pending.set(productId, pending.has(productId) ? merged(pending.get(productId)!, scope) : scope);
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
@@ -35,9 +47,13 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
     }),
     await cluster.subscribe<ProductsChanged>('productsChanged', async ({ own, payload }) => {
       if (own || !Array.isArray(payload?.productIds)) return;
-      for (const productId of payload.productIds) {
+      for (const [index, productId] of payload.productIds.entries()) {
         if (Number.isSafeInteger(productId))
-          await bus.emit('productChanged', { productId, origin: 'remote' });
+          await bus.emit('productChanged', {
+            productId,
+            origin: 'remote',
+            scope: scopeOf(payload.scopes?.[index]),
+          });
       }
     }),
     await cluster.subscribe('categoriesChanged', async ({ own }) => {

@@ -77,7 +77,10 @@ export function createActorInventory(options: ActorInventoryOptions) {
 
     async restored(changes) {
       for (const change of changes) registry.restocked(change.productId, change.quantity);
-      await options.announce(changes.map((change) => change.productId));
+      await options.announce(
+        changes.map((change) => change.productId),
+        'stock',
+      );
     },
 
     async changeProduct(productId, write) {

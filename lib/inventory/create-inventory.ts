@@ -7,7 +7,7 @@ import type { CatalogHooks } from '../events';
 import type { Logger } from '../logger';
 import { createActorInventory } from './actor-inventory';
 import { createClusteredInventory, type ShardRouter } from './clustered-inventory';
-import type { Inventory, StockWriter } from './inventory';
+import type { AnnounceChanges, Inventory, StockWriter } from './inventory';
 import { createTransactionalInventory } from './transactional-inventory';
 
 export interface InventoryDeps {
@@ -38,9 +38,10 @@ export interface ShardHooks {
 }
 
 export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardHooks> {
-  async function announce(productIds: number[]): Promise<void> {
-    for (const productId of new Set(productIds)) await deps.catalog.productChanged(productId, 'inventory');
-  }
+  const announce: AnnounceChanges = async (productIds, scope) => {
+    for (const productId of new Set(productIds))
+      await deps.catalog.productChanged(productId, 'inventory', scope);
+  };
 
   if (deps.config.inventoryMode === 'transactional')
     return createTransactionalInventory({

@@ -143,7 +143,10 @@ export function createGroupCommit(options: GroupCommitOptions) {
     options.onBatchCommitted?.(batch.length);
     // Answer after the announcements (caches dropped), without holding up the next batch.
     const done = options
-      .announce(changes.map((change) => change.productId))
+      .announce(
+        changes.map((change) => change.productId),
+        'stock',
+      )
       .catch((err) => log.error({ err }, 'Announcing the committed stock changes failed'))
       .then(() => batch.forEach((entry, index) => entry.resolve(results[index])));
     finishing.add(done);

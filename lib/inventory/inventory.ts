@@ -4,6 +4,7 @@
 // request with row locks, the baseline). The inventory knows nothing of orders: the caller passes the
 // writer of its own rows, which runs inside the transaction that deducts the stock.
 import type { Db, Trx } from '../db';
+import type { ProductChangeScope } from '../events';
 import type { ProductView, StockChange } from '../../actors/stock-rules';
 
 export type { ProductView, StockChange } from '../../actors/stock-rules';
@@ -76,5 +77,9 @@ export interface Inventory {
   stop(): Promise<void>;
 }
 
-/** Work done after a commit that changed products: the catalog drops its copies (awaited). */
-export type AnnounceChanges = (productIds: number[]) => Promise<void>;
+/**
+ * Work done after a commit that changed products, or a refusal that showed them changed elsewhere: the catalog
+ * drops its copies (awaited). `scope` 'stock': this inventory's own stock write (an order, a cancellation);
+ * absent: anything may have changed (a guard refusal).
+ */
+export type AnnounceChanges = (productIds: number[], scope?: ProductChangeScope) => Promise<void>;

@@ -60,7 +60,10 @@ export function createTransactionalInventory({
             const [written] = await writer.write(trx, [decided], now);
             return written;
           });
-          await announce(items.map((item) => item.productId));
+          await announce(
+            items.map((item) => item.productId),
+            'stock',
+          );
           onPlaced?.();
           return result;
         } catch (err) {
@@ -76,7 +79,10 @@ export function createTransactionalInventory({
 
     async restored(changes) {
       // Nothing is cached in this mode; only the catalog needs to hear of it.
-      await announce(changes.map((change) => change.productId));
+      await announce(
+        changes.map((change) => change.productId),
+        'stock',
+      );
     },
 
     changeProduct(_productId, write) {

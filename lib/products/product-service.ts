@@ -8,6 +8,7 @@ import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { cachedDocument, loadCachedDocument, type CachedDocument } from '../cached-document';
+import { createListPages, type LoadedListPage } from './list-pages';
 import { mapPage, type PageSlice } from '../query-helpers';
 import type { CategoryService } from '../categories/category-service';
 import { productsJson, type ProductJson } from './product-json';
@@ -69,6 +70,15 @@ const filterKey = (query: ProductFilters) => [
   query.maxPrice ?? null,
 ];
 
+/** A count's cache key; a status-filtered query's starts with `S` (the counts a stock change can move). */
+function countKeyOf(viewer: AuthMember | null, query: ProductFilters): string {
+  return (
+    (query.status === undefined ? '-' : 'S') + JSON.stringify([visibilityKey(viewer), ...filterKey(query)])
+  );
+}
+
+const isStatusFilteredCount = (key: string) => key.startsWith('S');
+
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
 
 export function createProductService(deps: ProductServiceDeps) {
@@ -95,28 +105,30 @@ export function createProductService(deps: ProductServiceDeps) {
   });
 
   // Whole list pages (the JSON the route sends) for viewers who see the public catalogue only, per query.
-  // Any product change may add a product to a page, drop one or change one shown, so every change (the ones
-  // that drop a detail, from this process, orders, images or another instance) drops them all, before the
-  // writer's response: a list page never shows an older state than the detail. Bounded: a full cache serves
-  // what it holds and adds nothing until entries expire.
+  // Every change drops the pages it may have changed (list-pages.ts: all of them, or for an order's stock
+  // change the pages showing the product or following stock) before the writer's response: a list page never
+  // shows an older state than the detail. Bounded: a full cache serves what it holds and adds nothing until
+  // entries expire.
   const listCacheEntries = deps.listCacheEntries ?? DEFAULT_LIST_CACHE_ENTRIES;
-  const listCache = createCache<CachedDocument>(LIST_CACHE_TTL_SECONDS, {
-    name: 'product_list',
-    observer: deps.cacheObserver,
+  const listPages = createListPages({
+    ttlSeconds: LIST_CACHE_TTL_SECONDS,
     maxEntries: listCacheEntries,
+    observer: deps.cacheObserver,
   });
 
-  events.on('productChanged', ({ productId }) => {
+  events.on('productChanged', ({ productId, scope }) => {
     detailCache.del(String(productId));
     popularCache.flush();
-    countCache.flush();
-    listCache.flush();
+    // A stock change moves a product between ON_SALE and SOLD_OUT only: the counts of a status filter.
+    if (scope === undefined) countCache.flush();
+    else if (scope === 'stock') countCache.delWhere(isStatusFilteredCount);
+    listPages.changed(productId, scope);
   });
   events.on('cachesStale', () => {
     detailCache.flush();
     popularCache.flush();
     countCache.flush();
-    listCache.flush();
+    listPages.flush();
   });
 
   async function loadOne(productId: number): Promise<ProductJson | null> {
@@ -150,7 +162,7 @@ export function createProductService(deps: ProductServiceDeps) {
 
   async function list(viewer: AuthMember | null, query: ListQuery): Promise<PageSlice<ProductJson>> {
     // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
-    const countKey = JSON.stringify([visibilityKey(viewer), ...filterKey(query)]);
+    const countKey = countKeyOf(viewer, query);
     const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
     const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
     return mapPage(page, (rows) => productsJson(db, rows));
@@ -245,11 +257,14 @@ export function createProductService(deps: ProductServiceDeps) {
       query: ListQuery,
       envelope: (page: PageSlice<ProductJson>) => unknown,
     ): Promise<CachedDocument> {
-      const load = async () => envelope(await list(null, query));
-      if (listCacheEntries === 0) return load().then((body) => cachedDocument(body));
+      const load = async (): Promise<LoadedListPage> => {
+        const page = await list(null, query);
+        return { body: envelope(page), productIds: page.items.map((product) => product.id) };
+      };
+      if (listCacheEntries === 0) return load().then(({ body }) => cachedDocument(body));
       const sort = parseSort(query.sort);
       const key = JSON.stringify([...filterKey(query), query.page, query.size, sort.field, sort.direction]);
-      return loadCachedDocument(listCache, key, load);
+      return listPages.get(key, query.status !== undefined || sort.field === 'salesCount', load);
     },
 
     /** Keyset list by createdAt desc, id desc: reads limit + 1 rows to learn whether more follow. */

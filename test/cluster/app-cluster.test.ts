@@ -226,6 +226,65 @@ natsTest("a stock change made on a non-owner is adopted by the owner's actor", (
   }),
 );
 
+natsTest(
+  'an order on one instance drops on the other only the list pages it can change (the scope travels)',
+  (t) =>
+    withWorld(t, async (world) => {
+      const [owner, other] = world.apps;
+      const productId = await productOwnedBy(world, owner);
+      const heard: Array<{ productId: number; origin?: string; scope?: string }> = [];
+      const off = other.bundle.services.events.on('productChanged', (event) => {
+        if (event.productId === productId) heard.push(event);
+      });
+      try {
+        const showsIt = `/api/v1/products?sellerId=${world.seller.id}&size=100`;
+        const unrelated = `/api/v1/products?keyword=no-such-product-${productId}`;
+        t.is((await other.request('GET', showsIt)).status, 200);
+        t.is((await other.request('GET', unrelated)).status, 200);
+
+        t.is((await order(owner, world.buyer, productId, 3)).status, 201);
+        await until(
+          () => heard.length > 0,
+          1000,
+          () => 'the other instance heard nothing',
+        );
+        t.deepEqual(heard, [{ productId, origin: 'remote', scope: 'stock' }]);
+
+        let reads = 0;
+        const count = (query: { sql: string }) => {
+          if (/from [`"]products[`"]/i.test(query.sql)) reads++;
+        };
+        other.db.on('query', count);
+        try {
+          t.is((await other.request('GET', unrelated)).status, 200);
+          t.is(reads, 0, 'the page not showing the product is still cached');
+          const shown = await other.request('GET', showsIt);
+          t.like(
+            shown.body.content.find((product: { id: number }) => product.id === productId),
+            { stockQuantity: 7, salesCount: 3 },
+          );
+        } finally {
+          other.db.removeListener('query', count);
+        }
+
+        // An edit travels without a scope: anything may have changed.
+        const edit = await owner.request('PATCH', `/api/v1/products/${productId}`, {
+          token: world.seller.token,
+          body: { price: 11 },
+        });
+        t.is(edit.status, 200, edit.text);
+        await until(
+          () => heard.length > 1,
+          1000,
+          () => 'the other instance did not hear the edit',
+        );
+        t.deepEqual(heard[1], { productId, origin: 'remote', scope: undefined });
+      } finally {
+        off();
+      }
+    }),
+);
+
 natsTest('a shard handed to a joining instance takes its idle actors off the old owner', (t) =>
   withWorld(t, async (world) => {
     const [first] = world.apps;

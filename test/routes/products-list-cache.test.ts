@@ -1,6 +1,6 @@
-// The public catalogue's list pages are cached (product-service.ts `publicList`) and replayed by the response
-// memo, until the next product change: a list page must never show an older state than the product's detail
-// GET. A seller's and an admin's lists (their drafts) are never served from it, and it holds a bounded number
+// The public catalogue's list pages are cached (product-service.ts `publicList`, list-pages.ts) and replayed by
+// the response memo, until a product change that may alter them: a list page must never show an older state
+// than the product's detail GET. A seller's and an admin's lists (their drafts) are never served from it, and it holds a bounded number
 // of pages. Serial: the tests count the statements the app runs.
 import test from 'ava';
 import { startTestApp, type ApiResponse, type TestApp } from '../helpers/harness';
@@ -150,6 +150,53 @@ test.serial(
     const after = await app.request('GET', everything);
     t.like(listOf(after)[0], { id: productId, stockQuantity: 0, status: 'SOLD_OUT', salesCount: 2 });
     t.is((await app.request('GET', `/api/v1/products/${productId}`)).body.stockQuantity, 0);
+  },
+);
+
+test.serial(
+  'an order drops only the pages it can change: those showing the product, a status filter, the salesCount sort',
+  async (t) => {
+    const [orderedCategory, otherCategory] = [await createCategory(app), await createCategory(app)];
+    const ordered = await createProduct(app, seller.id, { categoryId: orderedCategory, stockQuantity: 5 });
+    const other = await createProduct(app, seller.id, { categoryId: otherCategory, stockQuantity: 5 });
+    const paths = {
+      showsIt: `/api/v1/products?categoryId=${orderedCategory}`,
+      unrelated: `/api/v1/products?categoryId=${otherCategory}`,
+      unrelatedByPrice: `/api/v1/products?categoryId=${otherCategory}&sort=price,asc`,
+      statusFilter: `/api/v1/products?categoryId=${otherCategory}&status=ON_SALE`,
+      bySales: `/api/v1/products?categoryId=${otherCategory}&sort=salesCount,desc`,
+    };
+    for (const path of Object.values(paths)) t.is((await app.request('GET', path)).status, 200);
+
+    const placed = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: { orderItems: [{ productId: ordered, quantity: 2 }], shippingAddress: address },
+    });
+    t.is(placed.status, 201, JSON.stringify(placed.body));
+
+    const reads: Record<string, number> = {};
+    const bodies: Record<string, ApiResponse> = {};
+    for (const [name, path] of Object.entries(paths)) {
+      const { result, reads: count } = await productReads(app, () => app.request('GET', path));
+      t.is(result.status, 200);
+      reads[name] = count;
+      bodies[name] = result;
+    }
+    t.like(reads, { unrelated: 0, unrelatedByPrice: 0 });
+    t.true(reads.showsIt > 0 && reads.statusFilter > 0 && reads.bySales > 0, JSON.stringify(reads));
+    t.like(listOf(bodies.showsIt)[0], { id: ordered, stockQuantity: 3, salesCount: 2 });
+    t.like(listOf(bodies.unrelated)[0], { id: other, stockQuantity: 5, salesCount: 0 });
+    t.like(bodies.statusFilter.body, { totalElements: 1 });
+
+    // A seller's edit of the unrelated product still drops every page, its own included.
+    const edited = await app.request('PATCH', `/api/v1/products/${other}`, {
+      token: seller.token,
+      body: { price: 77 },
+    });
+    t.is(edited.status, 200);
+    const afterEdit = await productReads(app, () => app.request('GET', paths.unrelated));
+    t.true(afterEdit.reads > 0);
+    t.like(listOf(afterEdit.result)[0], { id: other, price: 77 });
   },
 );
 

@@ -1,0 +1,108 @@
+// The public list pages are dropped as narrowly as a change allows (lib/products/list-pages.ts): a stock change
+// drops the pages showing the product and the pages that follow stock, an image change only the pages showing
+// the product, anything else every page; and a page whose load overlapped a change it may show is never stored.
+import test from 'ava';
+import { createListPages, type LoadedListPage } from '../../lib/products/list-pages';
+
+function pages() {
+  const loads: string[] = [];
+  const listPages = createListPages({ ttlSeconds: 60, maxEntries: 100 });
+  /** Gets `key` (a page showing `productIds`), counting the loads. */
+  const get = (key: string, productIds: number[], followsStock = false) =>
+    listPages.get(key, followsStock, async () => {
+      loads.push(key);
+      return { body: { key, productIds }, productIds };
+    });
+  return { listPages, loads, get };
+}
+
+test('a stock change drops the pages showing the product and those following stock, nothing else', async (t) => {
+  const { listPages, loads, get } = pages();
+  await get('shows 1', [1, 2]);
+  await get('shows 3', [3]);
+  await get('status filter', [3], true);
+  await get('images only', [4]);
+  t.deepEqual(loads.splice(0), ['shows 1', 'shows 3', 'status filter', 'images only']);
+
+  listPages.changed(1, 'stock');
+  for (const [key, ids, follows] of [
+    ['shows 1', [1, 2], false],
+    ['shows 3', [3], false],
+    ['status filter', [3], true],
+    ['images only', [4], false],
+  ] as const)
+    await get(key, [...ids], follows);
+  t.deepEqual(loads.splice(0), ['shows 1', 'status filter']);
+
+  listPages.changed(4, 'images');
+  await get('status filter', [3], true);
+  await get('images only', [4]);
+  t.deepEqual(loads.splice(0), ['images only'], 'an image change does not touch the pages following stock');
+
+  listPages.changed(99, undefined);
+  await get('shows 3', [3]);
+  t.deepEqual(loads.splice(0), ['shows 3'], 'a change of unknown scope drops every page');
+});
+
+test('a stored page stops being current (the memo stops replaying it) once dropped', async (t) => {
+  const { listPages, get } = pages();
+  const document = await get('shows 1', [1]);
+  t.true(document.current!());
+  listPages.changed(2, 'stock');
+  t.true(document.current!(), 'another product’s stock change leaves it');
+  listPages.changed(1, 'stock');
+  t.false(document.current!());
+});
+
+test('a page loaded while a product it shows changed answers its callers but is not stored', async (t) => {
+  const listPages = createListPages({ ttlSeconds: 60, maxEntries: 100 });
+  let loads = 0;
+  const slowLoad = (productIds: number[]) => {
+    let finish!: () => void;
+    const load = () => {
+      loads++;
+      return new Promise<LoadedListPage>((resolve) => {
+        finish = () => resolve({ body: { loads }, productIds });
+      });
+    };
+    return { load, finish: () => finish() };
+  };
+
+  // Product 1 changes during the load of a page showing it: not kept.
+  const first = slowLoad([1, 2]);
+  const pending = listPages.get('page', false, first.load);
+  await Promise.resolve();
+  listPages.changed(1, 'stock');
+  first.finish();
+  t.is(JSON.parse((await pending).json).loads, 1);
+  const again = slowLoad([1, 2]);
+  const reloaded = listPages.get('page', false, again.load);
+  again.finish();
+  await reloaded;
+  t.is(loads, 2, 'the overlapped page was loaded again');
+
+  // Another product's change during the load: kept.
+  await listPages.get('other', false, async () => ({ body: {}, productIds: [7] }));
+  const third = slowLoad([5]);
+  const kept = listPages.get('kept', false, third.load);
+  await Promise.resolve();
+  listPages.changed(6, 'stock');
+  third.finish();
+  await kept;
+  const before = loads;
+  await listPages.get('kept', false, third.load);
+  t.is(loads, before, 'served from the cache');
+
+  // A page following stock overlapped by any stock change: not kept.
+  const fourth = slowLoad([5]);
+  const follows = listPages.get('follows', true, fourth.load);
+  await Promise.resolve();
+  listPages.changed(8, 'stock');
+  fourth.finish();
+  await follows;
+  const fifth = slowLoad([5]);
+  const reread = listPages.get('follows', true, fifth.load);
+  fifth.finish();
+  await reread;
+  t.is(loads, before + 2);
+});
