@@ -24,7 +24,6 @@ export const POPULAR_CACHE_TTL_SECONDS = 600;
 export const COUNT_CACHE_TTL_SECONDS = 10;
 /** The list pages of the public catalogue live as long as a cached count (their totalElements) would. */
 export const LIST_CACHE_TTL_SECONDS = COUNT_CACHE_TTL_SECONDS;
-export const DEFAULT_LIST_CACHE_ENTRIES = 1_000;
 
 export type { CursorPage };
 
@@ -45,8 +44,8 @@ export interface ProductServiceDeps {
   quotas: SellerQuotas;
   /** Told of every cache lookup (metrics). */
   cacheObserver?: CacheObserver;
-  /** Public list pages kept (DEFAULT_LIST_CACHE_ENTRIES); 0: none, every list request reads the database. */
-  listCacheEntries?: number;
+  /** Public list pages kept (config: PRODUCT_LIST_CACHE_ENTRIES); 0: none, every list request reads the database. */
+  listCacheEntries: number;
 }
 
 /** The offset list's query: the filters, the page and the sort. */
@@ -109,7 +108,7 @@ export function createProductService(deps: ProductServiceDeps) {
   // change the pages showing the product or following stock) before the writer's response: a list page never
   // shows an older state than the detail. Bounded: a full cache serves what it holds and adds nothing until
   // entries expire.
-  const listCacheEntries = deps.listCacheEntries ?? DEFAULT_LIST_CACHE_ENTRIES;
+  const listCacheEntries = deps.listCacheEntries;
   const listPages = createListPages({
     ttlSeconds: LIST_CACHE_TTL_SECONDS,
     maxEntries: listCacheEntries,
