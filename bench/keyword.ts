@@ -1,13 +1,15 @@
 // `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
 //   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]
-//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1] [--rate <requests/s>]`
+//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1] [--rate <requests/s>] [--orders <orders/s>]`
 // The keyword search at 100k products, on either database:
 // 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
 //    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
 // 2. service level: the real service in this process (so its event loop can be watched with
 //    perf_hooks.monitorEventLoopDelay) under N concurrent anonymous searchers (autocannon in a worker thread, off
 //    the service's event loop), latency and event-loop delay; by default each scenario alternately without and
-//    with the cache of public list pages (PRODUCT_LIST_CACHE_ENTRIES=0, then the default), `--service-rounds` times.
+//    with the cache of public list pages (PRODUCT_LIST_CACHE_ENTRIES=0, then the default), `--service-rounds` times;
+//    `--orders N`: meanwhile a buyer orders N times a second (one unit of one of STREAM_PRODUCTS products that
+//    no searched page shows, as other products sell while people search), a mixed load.
 // Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -33,6 +35,8 @@ import { startService } from '../lib/server';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
 import { ROOT } from './lib/processes';
+import { address as ORDER_ADDRESS } from './lib/order-world';
+import { createTokenService } from '../lib/auth/tokens';
 
 interface Options {
   db: 'sqlite' | 'mysql';
@@ -55,6 +59,8 @@ interface Options {
    * so a cheaper service gets more requests (and the generator in the same process takes more CPU).
    */
   rate?: number;
+  /** Orders per second placed during the service scenarios (a mixed load); absent: none. */
+  orders?: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -86,12 +92,21 @@ function parseArgs(argv: string[]): Options {
         throw new Error('--list-cache is both, on or off');
       o.listCache = mode;
     } else if (
-      ['--products', '--rounds', '--duration', '--searchers', '--service-rounds', '--rate'].includes(flag)
+      [
+        '--products',
+        '--rounds',
+        '--duration',
+        '--searchers',
+        '--service-rounds',
+        '--rate',
+        '--orders',
+      ].includes(flag)
     ) {
       const n = Number(value());
       if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a whole number`);
       if (flag === '--service-rounds') o.serviceRounds = n;
       else if (flag === '--rate') o.rate = n;
+      else if (flag === '--orders') o.orders = n;
       else o[flag.slice(2) as 'products' | 'rounds' | 'duration' | 'searchers'] = n;
     } else throw new Error(`Unknown argument ${argv[i]}`);
   }
@@ -119,6 +134,80 @@ function configFor(o: Options, listCache: 'on' | 'off' = 'on') {
     env.DATA_DIR = o.dataDir;
   }
   return loadConfig(env);
+}
+
+const STREAM_PRODUCTS = 200;
+const STREAM_STOCK = 100_000_000;
+
+interface OrderStream {
+  token: string;
+  productIds: number[];
+}
+
+/**
+ * The mixed load's buyer and products, made once per bench database (reused after): STREAM_PRODUCTS products
+ * of their own category, created long ago (never on a newest-first page), named with letters no searched
+ * keyword contains, with a stock no run exhausts.
+ */
+async function prepareOrderStream(db: Db, o: Options): Promise<OrderStream> {
+  const now = new Date();
+  const email = 'bench-keyword-stream-buyer@bench.test';
+  if (!(await db('members').where('email', email).first('id'))) {
+    await db('members').insert({
+      email,
+      password_hash: 'x',
+      name: 'Bench stream buyer',
+      phone: '0',
+      role: 'BUYER',
+      created_at: now,
+      updated_at: now,
+    });
+  }
+  const buyer = await db('members').where('email', email).first('id');
+  if (!(await db('categories').where('name_key', 'bench stream').first('id'))) {
+    await db('categories').insert({
+      name: 'Bench stream',
+      name_key: 'bench stream',
+      parent_key: 0,
+      parent_id: null,
+      display_order: 0,
+      created_at: now,
+    });
+  }
+  const category = await db('categories').where('name_key', 'bench stream').first('id');
+  const seller = await db('members').where('role', 'SELLER').orderBy('id').first('id');
+  const have = Number(
+    (await db('products').where('category_id', category.id).count({ n: '*' }).first())?.n ?? 0,
+  );
+  const letters = 'jkqvwxyz';
+  const name = (i: number) =>
+    `Stream item ${letters[i % 8]}${letters[Math.floor(i / 8) % 8]}${letters[Math.floor(i / 64) % 8]}`;
+  const longAgo = new Date('2000-01-01T00:00:00Z');
+  if (have < STREAM_PRODUCTS) {
+    await db('products').insert(
+      Array.from({ length: STREAM_PRODUCTS - have }, (_, k) => ({
+        seller_id: seller.id,
+        category_id: category.id,
+        name: name(have + k),
+        description: null,
+        price: '9.99',
+        stock_quantity: STREAM_STOCK,
+        status: 'ON_SALE',
+        sales_count: 0,
+        created_at: longAgo,
+        updated_at: longAgo,
+      })),
+    );
+  }
+  const productIds = (
+    (await db('products').where('category_id', category.id).select('id')) as Array<{ id: number }>
+  ).map((row) => row.id);
+  const token = createTokenService(configFor(o).jwt).signAccessToken({
+    id: buyer.id,
+    role: 'BUYER',
+    tokenVersion: 0,
+  });
+  return { token, productIds };
 }
 
 async function prepare(o: Options): Promise<Db> {
@@ -359,7 +448,13 @@ function involuntarySwitches(): number {
  * (autocannon) run in a worker thread: in the service's own event loop their work would count as the service's
  * latency and stalls, which no real client adds. Each request takes one of `paths` at random.
  */
-async function serviceLevel(o: Options, name: string, paths: string[], listCache: 'on' | 'off') {
+async function serviceLevel(
+  o: Options,
+  name: string,
+  paths: string[],
+  listCache: 'on' | 'off',
+  stream: OrderStream | null,
+) {
   const config = configFor(o, listCache);
   const logger = createLogger({ level: 'warn', format: config.log.format });
   const service = await startService(config, logger);
@@ -388,13 +483,22 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
     // CPU of this process (the service and the worker's autocannon together) per request: depends far less on
     // the machine's load than latency does.
     const cpuBefore = process.cpuUsage();
-    const r = await loadInWorker({
-      url: service.url,
-      connections: o.searchers,
-      duration: o.duration,
-      paths,
-      rate: o.rate,
-    });
+    const [r, orders] = await Promise.all([
+      loadInWorker({ url: service.url, connections: o.searchers, duration: o.duration, paths, rate: o.rate }),
+      stream &&
+        loadInWorker({
+          url: service.url,
+          connections: 4,
+          duration: o.duration,
+          paths: ['/api/v1/orders'],
+          rate: o.orders,
+          method: 'POST',
+          headers: { authorization: `Bearer ${stream.token}`, 'content-type': 'application/json' },
+          bodies: stream.productIds.map((productId) =>
+            JSON.stringify({ orderItems: [{ productId, quantity: 1 }], shippingAddress: ORDER_ADDRESS }),
+          ),
+        }),
+    ]);
     delay.disable();
     gc.disconnect();
     const ticks = machineTicks();
@@ -407,6 +511,9 @@ async function serviceLevel(o: Options, name: string, paths: string[], listCache
       p50Ms: r.p50Ms,
       p99Ms: r.p99Ms,
       non2xx: r.failed,
+      ordersPerSecond: orders?.requestsPerSecond ?? 0,
+      ordersFailed: orders?.failed ?? 0,
+      orderP99Ms: orders?.p99Ms ?? null,
       cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / Math.max(1, r.total),
       eventLoopDelayP50Ms: delay.percentile(50) / 1e6,
       eventLoopDelayP99Ms: delay.percentile(99) / 1e6,
@@ -432,6 +539,7 @@ async function main(): Promise<void> {
   if (o.yieldQueries) yieldBetweenQueries();
   const loadAverageAtStart = os.loadavg();
   const db = await prepare(o);
+  let stream: OrderStream | null = null;
   let queries: Array<Record<string, unknown>>;
   let plans: Record<string, string[]>;
   let stalls: Awaited<ReturnType<typeof stallHunt>>;
@@ -441,6 +549,7 @@ async function main(): Promise<void> {
     for (const k of [...KEYWORDS, 'mp']) plans[k] = await plan(db, k);
     queries = await queryLevel(db, o);
     stalls = await stallHunt(db);
+    if (o.orders) stream = await prepareOrderStream(db, o);
   } finally {
     await db.destroy();
   }
@@ -456,7 +565,7 @@ async function main(): Promise<void> {
   // Alternating: each scenario without, then with the list cache, `--service-rounds` times.
   for (let round = 0; round < o.serviceRounds; round++) {
     for (const [name, paths] of scenarios) {
-      for (const mode of modes) service.push(await serviceLevel(o, name, paths, mode));
+      for (const mode of modes) service.push(await serviceLevel(o, name, paths, mode, stream));
     }
   }
   // The targets are the service's as configured by default (the cache on), unless only `off` ran.
@@ -490,11 +599,11 @@ async function main(): Promise<void> {
         `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} | ${Number(q.serviceMedianMs).toFixed(1)} |`,
     ),
     '',
-    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | loop delay p99 ms | loop delay max ms | GC max ms | steal % | load |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | orders/s | orders failed | loop delay p99 ms | loop delay max ms | GC max ms | steal % | load |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...service.map(
       (s) =>
-        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
+        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${Math.round(s.ordersPerSecond)} | ${s.ordersFailed} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
     ),
     '',
     '| target | measured | goal | met |',

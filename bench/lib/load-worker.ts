@@ -1,6 +1,6 @@
 // autocannon in a worker thread: a load generator that shares the process (so the bench can sample the service's
 // event loop from inside) but not the service's event loop, as real clients never do. Runs one autocannon load
-// over `paths` (each request takes one at random) and posts its result back.
+// over `paths` (each request takes one at random; a POST also one of `bodies`) and posts its result back.
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 import autocannon from 'autocannon';
 
@@ -12,6 +12,11 @@ export interface LoadOptions {
   paths: string[];
   /** Requests per second over all connections (autocannon's overallRate); absent: as fast as they answer. */
   rate?: number;
+  /** GET when absent. */
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  /** A POST's JSON bodies, one taken at random per request. */
+  bodies?: string[];
 }
 
 export interface LoadResult {
@@ -45,10 +50,15 @@ if (parentPort && workerData) {
     connections: o.connections,
     duration: o.duration,
     ...(o.rate ? { overallRate: o.rate } : {}),
+    headers: o.headers,
     requests: [
       {
-        method: 'GET',
-        setupRequest: (req) => ({ ...req, path: o.paths[Math.floor(Math.random() * o.paths.length)] }),
+        method: o.method ?? 'GET',
+        setupRequest: (req) => ({
+          ...req,
+          path: o.paths[Math.floor(Math.random() * o.paths.length)],
+          ...(o.bodies && { body: o.bodies[Math.floor(Math.random() * o.bodies.length)] }),
+        }),
       },
     ],
   });
