@@ -8,6 +8,7 @@ import { createProductRepository } from '../../lib/products/product-repository';
 import { createStockWrites } from '../../lib/products/stock-writes';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
 import { startTestApp, type ApiResponse, type TestApp } from '../helpers/harness';
+import { countQueries, updatesProducts } from '../helpers/queries';
 import { placeOrder, productRow } from './order-fixtures';
 
 type Mode = 'actor' | 'transactional';
@@ -192,17 +193,9 @@ for (const mode of MODES) {
         .where('id', productId)
         .update({ price: '15.00', name: 'After', catalog_version: app.db.raw('catalog_version + 1') });
 
-      let productUpdates = 0;
-      const count = (query: { sql: string }) => {
-        if (/^update [`"]products[`"]/i.test(query.sql)) productUpdates++;
-      };
-      app.db.on('query', count);
-      let first: ApiResponse;
-      try {
-        first = await placeOrder(app, buyer.token, [{ productId, quantity: 2 }]);
-      } finally {
-        app.db.off('query', count);
-      }
+      const { result: first, count: productUpdates } = await countQueries(app.db, updatesProducts, () =>
+        placeOrder(app, buyer.token, [{ productId, quantity: 2 }]),
+      );
       expectCreated(t, first, { name: 'After', price: 15 }, 2);
       // Actor mode: the guard refused the stale decision, the actor re-read, the order decided again.
       // Transactional mode reads under lock: one UPDATE.

@@ -2,6 +2,7 @@
 // and recounted at once after a product change, so a client always sees its own write.
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { readsProducts, watchQueries } from '../helpers/queries';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -18,14 +19,8 @@ test.after.always(async () => {
   await app?.close();
 });
 
-function countStatements() {
-  let n = 0;
-  const listener = (query: { sql: string }) => {
-    if (/count\(\*\)/i.test(query.sql) && /from [`"]products[`"]/i.test(query.sql)) n++;
-  };
-  app.db.on('query', listener);
-  return { count: () => n, stop: () => app.db.removeListener('query', listener) };
-}
+const countStatements = () =>
+  watchQueries(app.db, (query) => /count\(\*\)/i.test(query.sql) && readsProducts(query));
 
 test.serial('50 concurrent list requests with one filter set count the rows once', async (t) => {
   const counter = countStatements();

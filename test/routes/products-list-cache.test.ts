@@ -4,6 +4,7 @@
 // of pages. Serial: the tests count the statements the app runs.
 import test from 'ava';
 import { startTestApp, type ApiResponse, type TestApp } from '../helpers/harness';
+import { countQueries, readsProducts } from '../helpers/queries';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
 import { address } from '../orders/order-fixtures';
 
@@ -25,16 +26,8 @@ test.after.always(async () => {
 
 /** Statements that read `products` while `run` runs (a page served from the cache or the memo reads none). */
 async function productReads<T>(app: TestApp, run: () => Promise<T>): Promise<{ result: T; reads: number }> {
-  let reads = 0;
-  const listener = (query: { sql: string }) => {
-    if (/from [`"]products[`"]/i.test(query.sql)) reads++;
-  };
-  app.db.on('query', listener);
-  try {
-    return { result: await run(), reads };
-  } finally {
-    app.db.removeListener('query', listener);
-  }
+  const { result, count } = await countQueries(app.db, readsProducts, run);
+  return { result, reads: count };
 }
 
 interface ListedProduct {

@@ -1,6 +1,7 @@
 // GET /products/popular: order, limit, single-flight on a cold cache, invalidation, HTTP caching.
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { watchQueries } from '../helpers/queries';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
@@ -31,15 +32,8 @@ const expectedIds = (limit: number) =>
     .slice(0, limit)
     .map((p) => p.id);
 
-/** Counts the SQL statements that read the popular list (knex's 'query' event on the app's own pool). */
-function countPopularQueries(): { count: () => number; stop: () => void } {
-  let n = 0;
-  const listener = (q: { sql: string }) => {
-    if (/order by `sales_count` desc/i.test(q.sql)) n++;
-  };
-  app.db.on('query', listener);
-  return { count: () => n, stop: () => app.db.removeListener('query', listener) };
-}
+/** Counts the SQL statements that read the popular list. */
+const countPopularQueries = () => watchQueries(app.db, (q) => /order by `sales_count` desc/i.test(q.sql));
 
 test.serial(
   'a cold cache under 100 concurrent requests reaches the database once; all get the same body',
