@@ -545,7 +545,10 @@ async function ownerWorld(
   for (const subject of ['shard.*', ...Object.keys(owners).map((name) => `owner.${name}`)]) {
     spy.subscribe(`${prefix}.${subject}`, {
       callback: (_err, msg) =>
-        void messages.push({ subject: msg.subject.slice(prefix.length + 1), ...msg.json() }),
+        void messages.push({
+          ...msg.json<Omit<(typeof messages)[number], 'subject'>>(),
+          subject: msg.subject.slice(prefix.length + 1),
+        }),
     });
   }
   await spy.flush();
