@@ -13,6 +13,7 @@ import type { Logger } from '../logger';
 import { createClusterEvents, type ClusterEventHandler } from './cluster-events';
 import { createForwarder, type ShardHandler } from './forwarding';
 import { connectNats } from './nats-connection';
+import { createOwnerMap, type OwnerMap } from './owner-map';
 import { createOwnership } from './ownership';
 import { shardOf } from './shards';
 
@@ -45,6 +46,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
   });
   const { nc } = connection;
   let ownership: ReturnType<typeof createOwnership>;
+  let ownerMap: OwnerMap;
   try {
     const timeout = Math.max(config.renewMs, 1000);
     const kvm = new Kvm(jetstream(nc, { timeout }));
@@ -56,8 +58,10 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
         openBucket(kvm, names.members, config.leaseTtlMs),
       ]);
     const [shardsKv, membersKv] = await openBuckets();
+    // Who owns which shard, for batching per owner; watched afresh after the buckets are recreated.
+    ownerMap = createOwnerMap({ kv: shardsKv, ttlMs: config.leaseTtlMs, logger: deps.logger });
     ownership = createOwnership({
-      recreateBuckets: () => openBuckets().then(() => undefined),
+      recreateBuckets: () => openBuckets().then(() => ownerMap.rewatch()),
       shardsKv,
       membersKv,
       jsm,
@@ -81,8 +85,11 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     shardOf: shardOfProduct,
     owns: ownership.owns,
     connected: connection.isConnected,
+    ownerOf: ownerMap.ownerOf,
+    ownerGone: ownerMap.forget,
     logger: deps.logger,
   });
+  connection.events.on('reconnected', () => ownerMap.rewatch());
   const events = createClusterEvents({
     nc,
     prefix: config.prefix,
@@ -99,8 +106,17 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
   return {
     instanceId: config.instanceId,
     shards: config.shards,
-    /** Joins the cluster: membership, then shards as this instance's fair share allows. */
-    start: () => ownership.start(),
+    /** Joins the cluster: its own subject and the owner map first, then membership and its fair share of shards. */
+    async start(): Promise<void> {
+      ownerMap.start();
+      try {
+        await forwarder.listen();
+        await ownership.start();
+      } catch (err) {
+        await ownerMap.stop();
+        throw err;
+      }
+    },
     /** The handler that answers requests for the shards this instance owns. */
     serve(handler: ShardHandler): void {
       forwarder.serve(handler);
@@ -119,6 +135,8 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     shardOf: shardOfProduct,
     isOwner: (productId: number) => ownership.owns(shardOfProduct(productId)),
     ownedShards: () => ownership.ownedShards().sort((a, b) => a - b),
+    /** The owner map's hint for `shard` (null: unknown or outdated); the owner itself decides. */
+    ownerOf: (shard: number) => ownerMap.ownerOf(shard),
     request: forwarder.request,
     publish: events.publish,
     subscribe: <P = unknown>(name: string, handler: ClusterEventHandler<P>) =>
@@ -129,6 +147,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
       closed = true;
       await ownership.stop();
       await forwarder.idle();
+      await ownerMap.stop();
       await connection.drain();
       log.info(`Left the cluster as ${config.instanceId}`);
     },

@@ -1,11 +1,20 @@
-// Forwarding to a shard's owner: the owner subscribes to `<prefix>.shard.<n>` (queue group, so a request is
-// answered once even while an old and a new owner briefly overlap) and answers with the handler the app
-// serves; a caller that owns the shard itself runs the handler in place. The requests a caller forwards to one
-// shard within one event-loop turn travel as ONE NATS request (a batch): the owner starts them all in the same
-// turn (so its group commit takes them together) and answers each in one reply, in order. JSON envelopes both
-// ways; an AppError travels as status/code/message and is rebuilt as the same class, per request. Whatever
-// keeps a batch from its owner (no owner: "no responders", a timeout, an instance that just lost the shard) is
-// a 503 SERVICE_UNAVAILABLE with Retry-After for each of its requests, never a hang and never a 500.
+// Forwarding to a shard's owner. Each instance answers two kinds of subject:
+//  - `<prefix>.shard.<n>` for every shard it owns (queue group, so a request is answered once even while an
+//    old and a new owner briefly overlap): envelope v2, the requests for that one shard;
+//  - `<prefix>.owner.<instanceId>`, its own, from the start: envelope v3, requests for any of its shards, each
+//    item naming its shard. A caller learns who owns which shard from the shards bucket (owner-map.ts, a KV
+//    watch) and sends there what it forwards to several shards of one owner: ONE message per owner per turn.
+// A caller that owns the shard itself runs the handler in place. The requests a caller forwards within one
+// event-loop turn go out together: per owner when the owner map knows a live owner other than this instance,
+// else per shard. The owner starts every item it runs in the same turn (its group commit takes them together)
+// and answers each in one reply, in order. The owner map may be stale: the owner refuses (runs nothing for)
+// an item of a shard it does not own, marked `moved`, and a whole message nobody answers ("no responders": the
+// instance is gone) ran nowhere; the caller sends those items again on their shard's subject, where today's
+// rules apply, so no request is lost or run twice. JSON envelopes both ways; an AppError travels as
+// status/code/message and is rebuilt as the same class, per request. Whatever keeps a request from its owner
+// (no owner: "no responders" on the shard's subject, a timeout, an instance that just lost the shard) is a 503
+// SERVICE_UNAVAILABLE with Retry-After, never a hang and never a 500; a timeout (the owner got it, it may have
+// run) is an OwnerDidNotAnswerError.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { AppError, ServiceUnavailableError } from '../errors';
 import type { Logger } from '../logger';
@@ -21,20 +30,30 @@ export interface ShardRequest<P = unknown> {
 
 export type ShardHandler = (request: ShardRequest) => Promise<unknown>;
 
-/** One NATS request: every request a caller forwarded to one shard in one event-loop turn. */
+/** One NATS request on a shard's subject: every request a caller forwarded to that shard in one turn. */
 interface BatchEnvelope {
   v: 2;
   origin: string;
   items: Array<{ productId: number; payload: unknown }>;
 }
 
-type ItemReply = { ok: true; value: unknown } | { ok: false; error: WireError };
+/** One NATS request on an owner's subject: the requests a caller forwarded to its shards in one turn. */
+interface OwnerEnvelope {
+  v: 3;
+  origin: string;
+  items: Array<{ shard: number; productId: number; payload: unknown }>;
+}
 
-/** Either one answer per item, in the batch's order, or one error for the whole batch (the shard moved). */
-type BatchReply = { v: 2; ok: true; items: ItemReply[] } | { v: 2; ok: false; error: WireError };
+/** `moved`: refused before running, the shard is not the answering instance's (only on an owner's subject). */
+type ItemReply = { ok: true; value: unknown } | { ok: false; error: WireError; moved?: true };
+
+/** Either one answer per item, in the batch's order, or one error for the whole batch (nothing ran). */
+type BatchReply<V extends 2 | 3 = 2> =
+  { v: V; ok: true; items: ItemReply[] } | { v: V; ok: false; error: WireError };
 
 /** A forwarded request waiting for its batch to go out (or for its answer). */
 interface Queued {
+  shard: number;
   productId: number;
   payload: unknown;
   /** The item's JSON in the batch envelope. */
@@ -61,6 +80,10 @@ export interface ForwarderDeps {
   owns(shard: number): boolean;
   /** While NATS is away a request would only wait for its timeout: refuse it at once. */
   connected(): boolean;
+  /** The owner map's hint (owner-map.ts); without it every request goes on its shard's subject. */
+  ownerOf?(shard: number): string | null;
+  /** Told when an owner's subject had no responders (the instance is gone). */
+  ownerGone?(instanceId: string): void;
   logger: Logger;
 }
 
@@ -68,11 +91,13 @@ export function createForwarder(deps: ForwarderDeps) {
   const { nc, instanceId } = deps;
   const log = deps.logger.child({ component: 'ClusterForwarder' });
   const subscriptions = new Map<number, Subscription>();
+  let ownSubscription: Subscription | null = null;
   /** Answers being worked out, per shard. */
   const inFlight = new Map<number, Set<Promise<void>>>();
   let handler: ShardHandler | null = null;
 
   const subject = (shard: number) => `${deps.prefix}.shard.${shard}`;
+  const ownerSubject = (owner: string) => `${deps.prefix}.owner.${owner}`;
   const unavailable = (why: string) =>
     new ServiceUnavailableError(`${why}; please retry`, deps.retryAfterSeconds);
 
@@ -125,6 +150,63 @@ export function createForwarder(deps: ForwarderDeps) {
     if (!msg.respond(JSON.stringify(reply))) log.warn(`Request for shard ${shard} had no reply subject`);
   }
 
+  /** Tracks an answer under each shard it runs for, so closing a shard waits until that answer went out. */
+  function track(shards: Iterable<number>, work: Promise<void>): void {
+    for (const shard of new Set(shards)) {
+      const pending = inFlight.get(shard) ?? new Set<Promise<void>>();
+      inFlight.set(shard, pending);
+      pending.add(work);
+      void work.finally(() => pending.delete(work));
+    }
+  }
+
+  /**
+   * Answers a message on this instance's own subject. Synchronous up to the replies: the ownership check of
+   * every item and the start of every item it runs happen in this turn (one group commit), so an item is
+   * either refused (`moved`, nothing ran) or run by the owner of its shard at that moment, never both.
+   */
+  function answerOwner(msg: Msg): void {
+    const refuse = (error: WireError) => {
+      const reply: BatchReply<3> = { v: 3, ok: false, error };
+      if (!msg.respond(JSON.stringify(reply))) log.warn('A request to this instance had no reply subject');
+    };
+    let request: OwnerEnvelope;
+    try {
+      request = msg.json<OwnerEnvelope>();
+    } catch (err) {
+      log.error({ err }, 'A request to this instance was not JSON');
+      refuse(internal);
+      return;
+    }
+    const run = handler;
+    if (request.v !== 3 || !Array.isArray(request.items) || !run) {
+      refuse(
+        toWireError(
+          run
+            ? unavailable(`This instance runs another version (envelope ${String(request.v)})`)
+            : unavailable('This instance is not serving yet'),
+        ),
+      );
+      return;
+    }
+    const ran: number[] = [];
+    const replies = request.items.map((item): ItemReply | Promise<ItemReply> => {
+      if (!deps.owns(item.shard)) {
+        return { ok: false, moved: true, error: toWireError(unavailable(`Shard ${item.shard} is moving`)) };
+      }
+      ran.push(item.shard);
+      return runItem(run, item.shard, item, request.origin);
+    });
+    const work = Promise.all(replies).then((items) => {
+      const reply: BatchReply<3> = { v: 3, ok: true, items };
+      if (!msg.respond(JSON.stringify(reply))) log.warn('A request to this instance had no reply subject');
+    });
+    track(
+      ran,
+      work.catch((err: unknown) => log.error({ err }, 'Answering a request to this instance failed')),
+    );
+  }
+
   /** The error a wire error stands for on the caller: an owner's unexpected failure stays a plain Error (500). */
   function errorOf(shard: number, wire: WireError): Error {
     if (wire.status >= 500 && wire.code === 'INTERNAL_ERROR') {
@@ -138,8 +220,8 @@ export function createForwarder(deps: ForwarderDeps) {
     return jsonCopy(await handler({ productId, shard, payload, origin: instanceId }));
   }
 
-  /** Sends one batch and settles each of its requests; never throws. */
-  async function send(shard: number, batch: Queued[]): Promise<void> {
+  /** Sends one batch on its shard's subject and settles each of its requests; never throws. */
+  async function sendToShard(shard: number, batch: Queued[]): Promise<void> {
     const body = `{"v":2,"origin":${JSON.stringify(instanceId)},"items":[${batch.map((item) => item.json).join(',')}]}`;
     let reply: BatchReply;
     // A shard handed over on a join or a graceful leave is unowned for at most a balancing round: ask again
@@ -194,36 +276,135 @@ export function createForwarder(deps: ForwarderDeps) {
     });
   }
 
-  /** Forwarded requests of this turn, per shard; sent together once the turn's I/O callbacks ran. */
-  let queued = new Map<number, Queued[]>();
+  /** Sends `items` in messages under the server's limit (a lone item over it fails as it always did). */
+  function split(items: Queued[], json: (item: Queued) => string, send: (batch: Queued[]) => void): void {
+    const limit = Math.max(1024, (nc.info?.max_payload ?? 1024 * 1024) - 1024);
+    let batch: Queued[] = [];
+    let size = 0;
+    for (const item of items) {
+      const bytes = Buffer.byteLength(json(item)) + 1;
+      if (batch.length > 0 && size + bytes > limit) {
+        send(batch);
+        batch = [];
+        size = 0;
+      }
+      batch.push(item);
+      size += bytes;
+    }
+    send(batch);
+  }
+
+  /** Sends items per shard, each shard's in its own message(s). */
+  function sendPerShard(items: Queued[]): void {
+    const byShard = new Map<number, Queued[]>();
+    for (const item of items) {
+      const list = byShard.get(item.shard);
+      if (list) list.push(item);
+      else byShard.set(item.shard, [item]);
+    }
+    for (const [shard, list] of byShard)
+      split(
+        list,
+        (item) => item.json,
+        (batch) => void sendToShard(shard, batch),
+      );
+  }
+
+  const ownerJson = (item: Queued) => `{"shard":${item.shard},${item.json.slice(1)}`;
+
+  /**
+   * Sends one batch on an owner's subject and settles each of its requests; never throws. What ran nowhere
+   * (refused as `moved`, or nobody answers the subject) goes again on its shard's subject.
+   */
+  async function sendToOwner(owner: string, batch: Queued[]): Promise<void> {
+    const body = `{"v":3,"origin":${JSON.stringify(instanceId)},"items":[${batch.map(ownerJson).join(',')}]}`;
+    let reply: BatchReply<3>;
+    try {
+      const msg = await nc.request(ownerSubject(owner), body, { timeout: deps.requestTimeoutMs });
+      reply = msg.json<BatchReply<3>>();
+    } catch (err) {
+      const why = (err as Error).message ?? String(err);
+      if (/no responders/i.test(why)) {
+        // Nobody received it: the instance is gone (or not yet listening). Its shards go per shard.
+        deps.ownerGone?.(owner);
+        sendPerShard(batch);
+        return;
+      }
+      const products = batch.map((item) => item.productId).join(', ');
+      log.warn(`Request to instance ${owner} (product(s) ${products}) failed: ${why}`);
+      for (const item of batch) {
+        // The owner got it (or died holding it): each request may have run.
+        item.reject(
+          new OwnerDidNotAnswerError(
+            `Shard ${item.shard} did not answer; please retry`,
+            deps.retryAfterSeconds,
+          ),
+        );
+      }
+      return;
+    }
+    if (!reply.ok) {
+      // Refused as a whole before anything ran (not serving yet, another version): per shard instead.
+      sendPerShard(batch);
+      return;
+    }
+    if (!Array.isArray(reply.items) || reply.items.length !== batch.length) {
+      for (const item of batch) item.reject(new Error(`Instance ${owner} answered a malformed batch`));
+      return;
+    }
+    const moved: Queued[] = [];
+    batch.forEach((item, i) => {
+      const answered = reply.items[i];
+      if (answered.ok) item.resolve(answered.value);
+      else if (answered.moved) moved.push(item);
+      else item.reject(errorOf(item.shard, answered.error));
+    });
+    if (moved.length > 0) sendPerShard(moved);
+  }
+
+  /** Forwarded requests of this turn; sent together once the turn's I/O callbacks ran. */
+  let queued: Queued[] = [];
   let flushing: NodeJS.Immediate | null = null;
 
   function flush(): void {
     flushing = null;
-    const batches = queued;
-    queued = new Map();
-    // One envelope under the server's message limit (a lone item over it fails as it always did).
-    const limit = Math.max(1024, (nc.info?.max_payload ?? 1024 * 1024) - 1024);
-    for (const [shard, items] of batches) {
-      let batch: Queued[] = [];
-      let size = 0;
-      for (const item of items) {
-        const bytes = Buffer.byteLength(item.json) + 1;
-        if (batch.length > 0 && size + bytes > limit) {
-          void send(shard, batch);
-          batch = [];
-          size = 0;
-        }
-        batch.push(item);
-        size += bytes;
+    const items = queued;
+    queued = [];
+    const byOwner = new Map<string, Queued[]>();
+    const perShard: Queued[] = [];
+    for (const item of items) {
+      const owner = deps.ownerOf?.(item.shard) ?? null;
+      // Unknown, or this instance (a shard it is acquiring or handing over): the shard's subject decides.
+      if (owner === null || owner === instanceId) {
+        perShard.push(item);
+        continue;
       }
-      void send(shard, batch);
+      const list = byOwner.get(owner);
+      if (list) list.push(item);
+      else byOwner.set(owner, [item]);
     }
+    sendPerShard(perShard);
+    for (const [owner, list] of byOwner) split(list, ownerJson, (batch) => void sendToOwner(owner, batch));
   }
 
   return {
     serve(next: ShardHandler): void {
       handler = next;
+    },
+
+    /** Starts answering this instance's own subject (requests for any shard it owns, refused for others). */
+    async listen(): Promise<void> {
+      if (ownSubscription) return;
+      ownSubscription = nc.subscribe(ownerSubject(instanceId), {
+        callback: (err, msg) => {
+          if (err) {
+            log.warn({ err }, "Subscription to this instance's subject failed");
+            return;
+          }
+          answerOwner(msg);
+        },
+      });
+      await nc.flush();
     },
 
     /** Starts answering a shard's subject (its lease was just acquired); resolves once the server knows. */
@@ -238,13 +419,12 @@ export function createForwarder(deps: ForwarderDeps) {
               log.warn({ err }, `Subscription to shard ${shard} failed`);
               return;
             }
-            const work = answer(shard, msg).catch((failure: unknown) =>
-              log.error({ err: failure }, `Answering shard ${shard} failed`),
+            track(
+              [shard],
+              answer(shard, msg).catch((failure: unknown) =>
+                log.error({ err: failure }, `Answering shard ${shard} failed`),
+              ),
             );
-            const pending = inFlight.get(shard) ?? new Set<Promise<void>>();
-            inFlight.set(shard, pending);
-            pending.add(work);
-            void work.finally(() => pending.delete(work));
           },
         }),
       );
@@ -264,24 +444,21 @@ export function createForwarder(deps: ForwarderDeps) {
 
     /**
      * Runs `payload` on the owner of `productId`'s shard: here if this instance owns it, else over NATS, in one
-     * batch with the other requests for that shard of this event-loop turn.
+     * message with this event-loop turn's other requests for that owner (or for that shard, owner unknown).
      */
     async request<T = unknown>(productId: number, payload: unknown): Promise<T> {
       const shard = deps.shardOf(productId);
       if (deps.owns(shard)) return (await runInPlace(shard, productId, payload)) as T;
       if (!deps.connected()) throw unavailable('The cluster is unreachable');
       return new Promise<T>((resolve, reject) => {
-        const json = JSON.stringify({ productId, payload });
-        const list = queued.get(shard);
-        const item: Queued = {
+        queued.push({
+          shard,
           productId,
           payload,
-          json,
+          json: JSON.stringify({ productId, payload }),
           resolve: resolve as (value: unknown) => void,
           reject,
-        };
-        if (list) list.push(item);
-        else queued.set(shard, [item]);
+        });
         flushing ??= setImmediate(flush);
       });
     },

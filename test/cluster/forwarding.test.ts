@@ -509,3 +509,252 @@ natsTest(
     for (const message of messages) t.true(JSON.stringify(message).length <= 3072 - 1024 + 200);
   },
 );
+
+/**
+ * Forwarders on their own connections for the per-owner tests: a caller whose owner map says `map`, and the
+ * instances named in `owners`, each owning the shards listed (and subscribed to them) and listening on its own
+ * subject; a spy records every message on those owners' and on the shards' subjects.
+ */
+async function ownerWorld(
+  t: ExecutionContext,
+  owners: Record<string, number[]>,
+  map: Record<number, string>,
+  options: { requestTimeoutMs?: number } = {},
+) {
+  const prefix = uniquePrefix('owner');
+  const connections: NatsConnection[] = [];
+  const connection = async () => {
+    const nc = await connect({ servers: NATS_URL });
+    connections.push(nc);
+    return nc;
+  };
+  t.teardown(() => Promise.all(connections.map((nc) => nc.close())).then(() => undefined));
+  const common = {
+    prefix,
+    requestTimeoutMs: options.requestTimeoutMs ?? 1000,
+    handoverWaitMs: 600,
+    retryAfterSeconds: 4,
+    shardOf: (id: number) => id % 64,
+    logger: quietLogger(),
+    connected: () => true,
+  };
+  const spy = await connection();
+  const messages: Array<{ subject: string; v: number; items: Array<{ productId: number; shard?: number }> }> =
+    [];
+  // Only the subjects somebody answers: a spy on a gone owner's subject would turn "no responders" into a timeout.
+  for (const subject of ['shard.*', ...Object.keys(owners).map((name) => `owner.${name}`)]) {
+    spy.subscribe(`${prefix}.${subject}`, {
+      callback: (_err, msg) =>
+        void messages.push({
+          ...msg.json<Omit<(typeof messages)[number], 'subject'>>(),
+          subject: msg.subject.slice(prefix.length + 1),
+        }),
+    });
+  }
+  await spy.flush();
+  const ran: Record<string, number[]> = {};
+  const owned: Record<string, Set<number>> = {};
+  for (const [name, shards] of Object.entries(owners)) {
+    ran[name] = [];
+    owned[name] = new Set(shards);
+    const forwarder = createForwarder({
+      ...common,
+      nc: await connection(),
+      instanceId: name,
+      owns: (shard) => owned[name].has(shard),
+    });
+    forwarder.serve(async ({ productId, shard, origin, payload }) => {
+      ran[name].push(productId);
+      const started = ran[name].length;
+      // Answer a turn later: by then every item of the message has started (one group commit on an owner).
+      await new Promise((resolve) => setImmediate(resolve));
+      if ((payload as { slow?: boolean }).slow) await new Promise((resolve) => setTimeout(resolve, 1_000));
+      return { productId, shard, servedBy: name, origin, started, startedBy: ran[name].length };
+    });
+    await forwarder.listen();
+    for (const shard of shards) await forwarder.open(shard);
+    t.teardown(() => Promise.all(shards.map((shard) => forwarder.close(shard))).then(() => undefined));
+  }
+  const gone: string[] = [];
+  const caller = createForwarder({
+    ...common,
+    nc: await connection(),
+    instanceId: 'caller',
+    owns: () => false,
+    ownerOf: (shard) => map[shard] ?? null,
+    ownerGone: (name) => void gone.push(name),
+  });
+  return { caller, messages, ran, owned, gone };
+}
+
+natsTest(
+  'the requests for several shards of one owner made in one turn travel as ONE message on its subject; it starts them all in that turn',
+  async (t) => {
+    const { caller, messages, ran } = await ownerWorld(
+      t,
+      { b: [3, 5, 7], c: [9] },
+      { 3: 'b', 5: 'b', 7: 'b', 9: 'c' },
+    );
+    const ids = [productIn(3), productIn(5), productIn(7, 64, 2), productIn(3, 64, 3), productIn(9)];
+    const results = await Promise.all(ids.map((id) => caller.request(id, {})));
+
+    t.deepEqual(
+      messages.map((message) => message.subject).sort(),
+      ['owner.b', 'owner.c'],
+      'one message per owner, none on the shards',
+    );
+    const toB = messages.find((message) => message.subject === 'owner.b')!;
+    t.is(toB.v, 3);
+    t.deepEqual(
+      toB.items.map(({ shard, productId }) => ({ shard, productId })),
+      [
+        { shard: 3, productId: ids[0] },
+        { shard: 5, productId: ids[1] },
+        { shard: 7, productId: ids[2] },
+        { shard: 3, productId: ids[3] },
+      ],
+    );
+    t.deepEqual(ran, { b: [ids[0], ids[1], ids[2], ids[3]], c: [ids[4]] });
+    t.deepEqual(
+      results,
+      ids.map((productId, i) => ({
+        productId,
+        shard: productId % 64,
+        servedBy: i === 4 ? 'c' : 'b',
+        origin: 'caller',
+        started: i === 4 ? 1 : i + 1,
+        // Every item of b's message had started before the first one answered.
+        startedBy: i === 4 ? 1 : 4,
+      })),
+    );
+  },
+);
+
+natsTest(
+  'a stale owner map: the instance refuses (runs nothing for) the shard it no longer owns, and the request runs once on its real owner through the shard subject; no owner at all is a 503 with Retry-After',
+  async (t) => {
+    // The map still says b owns shard 3, but c took it over; b still owns 5.
+    const { caller, messages, ran, owned } = await ownerWorld(t, { b: [5], c: [3] }, { 3: 'b', 5: 'b' });
+    const [moved, kept] = await Promise.all([
+      caller.request(productIn(3), {}),
+      caller.request(productIn(5), {}),
+    ]);
+    t.like(moved, { productId: productIn(3), servedBy: 'c', origin: 'caller' });
+    t.like(kept, { productId: productIn(5), servedBy: 'b', origin: 'caller' });
+    t.deepEqual(ran, { b: [productIn(5)], c: [productIn(3)] }, 'each ran once, where its shard is owned');
+    t.deepEqual(
+      messages.map((message) => [message.subject, message.items.map((item) => item.productId)]),
+      [
+        ['owner.b', [productIn(3), productIn(5)]],
+        ['shard.3', [productIn(3)]],
+      ],
+    );
+
+    // Now c is losing shard 3 as well (still subscribed, its lease gone): a 503 per request, nothing run.
+    owned.c.delete(3);
+    const error = await t.throwsAsync(caller.request(productIn(3, 64, 2), {}), {
+      instanceOf: ServiceUnavailableError,
+    });
+    t.false(error instanceof OwnerDidNotAnswerError);
+    t.is(error.status, 503);
+    t.is(error.message, 'Shard 3 is moving; please retry');
+    t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
+    t.deepEqual(ran, { b: [productIn(5)], c: [productIn(3)] });
+  },
+);
+
+natsTest(
+  'an owner that is gone (nobody on its subject): its shards go on their subjects to whoever owns them now; an owner that does not answer in time: OwnerDidNotAnswerError per request',
+  async (t) => {
+    const { caller, messages, ran, gone } = await ownerWorld(
+      t,
+      { b: [3], c: [5, 7] },
+      { 3: 'ghost', 5: 'ghost', 7: 'c' },
+      { requestTimeoutMs: 300 },
+    );
+    const results = await Promise.all([caller.request(productIn(3), {}), caller.request(productIn(5), {})]);
+    t.like(results[0], { servedBy: 'b' });
+    t.like(results[1], { servedBy: 'c' });
+    t.deepEqual(gone, ['ghost'], 'the caller is told, so its map forgets that instance');
+    t.deepEqual(ran, { b: [productIn(3)], c: [productIn(5)] });
+    t.deepEqual(
+      messages.map((message) => message.subject),
+      ['shard.3', 'shard.5'],
+    );
+
+    // c has the message but answers too late: each request may have run, so none is sent again.
+    const started = Date.now();
+    const silent = await Promise.allSettled([
+      caller.request(productIn(7), { slow: true }),
+      caller.request(productIn(7, 64, 2), { slow: true }),
+    ]);
+    const elapsed = Date.now() - started;
+    t.true(elapsed >= 250 && elapsed < 900, `answered in ${elapsed} ms`);
+    for (const result of silent) {
+      t.is(result.status, 'rejected');
+      const error = (result as PromiseRejectedResult).reason as OwnerDidNotAnswerError;
+      t.true(error instanceof OwnerDidNotAnswerError);
+      t.is(error.message, 'Shard 7 did not answer; please retry');
+      t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
+    }
+    t.deepEqual(
+      messages.slice(2).map((message) => message.subject),
+      ['owner.c'],
+    );
+  },
+);
+
+natsTest(
+  "every node learns each shard's owner from the shards bucket; a node's requests for several shards of another go as one message on that node's subject",
+  async (t) => {
+    const prefix = uniquePrefix('ownermap');
+    const nodes: Cluster[] = [];
+    const spy = await connect({ servers: NATS_URL });
+    try {
+      for (const id of ['a', 'b']) nodes.push(await startNode(prefix, `node-${id}`));
+      serveAll(nodes);
+      await Promise.all(nodes.map((node) => node.start()));
+      await until(
+        () => exactlyOnce(nodes, 64, 32),
+        10_000,
+        () => shareReport(nodes),
+      );
+      const [caller, owner] = nodes;
+      // The watch delivers claims and renewals: within a renewal period every shard's owner is known.
+      await until(
+        () => nodes.every((node) => [...Array(64).keys()].every((shard) => node.ownerOf(shard) !== null)),
+        3000,
+        () => `${caller.instanceId} knows ${[...Array(64).keys()].filter((s) => caller.ownerOf(s)).length}`,
+      );
+      for (const shard of [...Array(64).keys()]) {
+        const expected = nodes.find((node) => node.ownedShards().includes(shard))!.instanceId;
+        t.is(caller.ownerOf(shard), expected);
+        t.is(owner.ownerOf(shard), expected);
+      }
+      const subjects: string[] = [];
+      spy.subscribe(`${prefix}.>`, {
+        callback: (_err, msg) => void subjects.push(msg.subject.slice(prefix.length + 1)),
+      });
+      await spy.flush();
+      const shards = owner.ownedShards().slice(0, 3);
+      const results = await Promise.all(shards.map((shard) => caller.request(productIn(shard), {})));
+      t.deepEqual(
+        results,
+        shards.map((shard) => ({
+          productId: productIn(shard),
+          shard,
+          servedBy: owner.instanceId,
+          origin: caller.instanceId,
+          at: '1970-01-01T00:00:00.000Z',
+        })),
+      );
+      t.deepEqual(
+        subjects.filter((subject) => !subject.startsWith('events.')),
+        [`owner.${owner.instanceId}`],
+      );
+    } finally {
+      await spy.close();
+      await cleanup(prefix, nodes);
+    }
+  },
+);
