@@ -92,22 +92,51 @@ export function createStockRegistry(options: RegistryOptions) {
     return entry;
   }
 
+  /**
+   * Sends a command and returns the actor's answer. A ready actor decides within `send` (xstate processes
+   * the event synchronously), so its answer is returned as is, with no promise and no microtask per
+   * command (an order of 3 items asks 3 actors); an actor that is loading or writing defers the command,
+   * and then the answer comes as a promise.
+   */
   function ask<T>(
     entry: Entry,
     build: (reply: (value: T) => void, fail: (err: unknown) => void) => StockCommand,
-  ): Promise<T> {
+  ): T | Promise<T> {
+    let answered = false;
+    let failed = false;
+    let outcome: unknown;
+    let settle: { resolve: (value: T) => void; reject: (err: unknown) => void } | undefined;
+    const fail = (err: unknown) => {
+      entry.outstanding.delete(fail);
+      if (settle) return settle.reject(err);
+      failed = true;
+      outcome = err;
+    };
+    entry.outstanding.add(fail);
+    const reply = (value: T) => {
+      entry.outstanding.delete(fail);
+      if (settle) return settle.resolve(value);
+      answered = true;
+      outcome = value;
+    };
+    entry.actor.send(build(reply, fail));
+    if (answered) return outcome as T;
+    if (failed) return Promise.reject(outcome);
     return new Promise<T>((resolve, reject) => {
-      const fail = (err: unknown) => {
-        entry.outstanding.delete(fail);
-        reject(err);
-      };
-      entry.outstanding.add(fail);
-      const reply = (value: T) => {
-        entry.outstanding.delete(fail);
-        resolve(value);
-      };
-      entry.actor.send(build(reply, fail));
+      settle = { resolve, reject };
     });
+  }
+
+  function reserved(reply: ReserveReply, entry: Entry, quantity: number): ReserveResult {
+    if (!reply.ok) return reply;
+    const { product } = reply;
+    const reservation = {
+      productId: entry.productId,
+      quantity,
+      catalogVersion: product.catalogVersion,
+      entry,
+    };
+    return { ok: true, product, reservation };
   }
 
   /** Sends to the actor that holds the reservation, if it still lives (a new one reads the database afresh). */
@@ -116,18 +145,22 @@ export function createStockRegistry(options: RegistryOptions) {
   }
 
   return {
-    async reserve(productId: number, quantity: number): Promise<ReserveResult> {
+    /**
+     * Reserves `quantity` of the product in its actor's memory. The result is returned synchronously when
+     * the actor was ready to decide (the common case), else as a promise (it is loading the product).
+     */
+    reserve(productId: number, quantity: number): ReserveResult | Promise<ReserveResult> {
       const entry = activate(productId);
-      const reply = await ask<ReserveReply>(entry, (done, fail) => ({
+      const reply = ask<ReserveReply>(entry, (done, fail) => ({
         type: 'RESERVE',
         quantity,
         at: Date.now(),
         reply: done,
         fail,
       }));
-      if (!reply.ok) return reply;
-      const reservation = { productId, quantity, catalogVersion: reply.product.catalogVersion, entry };
-      return { ...reply, reservation };
+      return reply instanceof Promise
+        ? reply.then((answer) => reserved(answer, entry, quantity))
+        : reserved(reply, entry, quantity);
     },
     release(reservation: Reservation): void {
       tell(reservation.entry, { type: 'RELEASE', quantity: reservation.quantity });
@@ -155,7 +188,7 @@ export function createStockRegistry(options: RegistryOptions) {
     /** Runs `run` (a product write) with no reservation decided for the product meanwhile. */
     async exclusive(productId: number, run: () => Promise<void>): Promise<ProductView | null> {
       const entry = activate(productId);
-      return ask<ProductView | null>(entry, (done, fail) => ({
+      return await ask<ProductView | null>(entry, (done, fail) => ({
         type: 'EXCLUSIVE',
         run: async () => {
           await run();
