@@ -73,7 +73,9 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
     },
     flush() {
       inFlight.clear();
-      store.flushAll();
+      // node-cache's flushAll also restarts its expiry timer: skipped when there is nothing to drop (every
+      // product an order batch changes flushes the catalogue's list caches, mostly empty under order load).
+      if (store.getStats().keys > 0) store.flushAll();
     },
     getOrLoad(key, load) {
       const hit = store.get<T>(key);
