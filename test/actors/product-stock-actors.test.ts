@@ -130,6 +130,29 @@ test('a ready actor answers a reservation synchronously; one still loading answe
   }
 });
 
+test('a reservation still waiting for its actor fails when the registry stops (no promise left hanging)', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 3 });
+  let finishLoad!: () => void;
+  const registry = createStockRegistry({
+    // The load waits until the test lets it go: the command stays deferred meanwhile.
+    load: async (id) => {
+      await new Promise<void>((resolve) => (finishLoad = resolve));
+      return loadProductView(app.db, id);
+    },
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
+  const waiting = registry.reserve(productId, 1);
+  t.true(waiting instanceof Promise);
+  registry.stop();
+  await t.throwsAsync(async () => waiting, {
+    message: new RegExp(`stock actor of product ${productId} stopped`),
+  });
+  finishLoad();
+  t.is(registry.activeCount(), 0);
+});
+
 test('an actor error becomes a failed command, not a crash, and the actor is dropped', async (t) => {
   const broken = createDb({ client: 'sqlite', filename: `${app.database.dataDir}/missing-dir/never.sqlite` });
   await broken.destroy(); // every query now fails
