@@ -19,8 +19,8 @@ type StockActor = Actor<typeof productStockMachine>;
 interface Entry {
   productId: number;
   actor: StockActor;
-  /** Rejecters of commands awaiting a reply, failed if the actor stops or errors first. */
-  outstanding: Set<(err: unknown) => void>;
+  /** Commands awaiting a reply, failed if the actor stops or errors first. */
+  outstanding: Set<{ fail(err: unknown): void }>;
 }
 
 /**
@@ -50,6 +50,45 @@ export interface RegistryOptions {
   freshMs?: number;
 }
 
+/**
+ * One command awaiting its actor's answer. A ready actor answers within `send` (xstate processes the event
+ * synchronously): the answer is then kept here and returned as is; otherwise `wait()` hands out a promise.
+ * Its methods are called through arrow functions written inline where the command is built: a function kept
+ * in a named binding would be renamed at creation by the loader (tsx's keepNames: one defineProperty each).
+ */
+class Asked<T> {
+  private state: 'waiting' | 'answered' | 'failed' = 'waiting';
+  private outcome: unknown;
+  private settle: { resolve: (value: T) => void; reject: (err: unknown) => void } | undefined;
+
+  constructor(private readonly entry: Entry) {
+    entry.outstanding.add(this);
+  }
+
+  answer(value: T): void {
+    this.entry.outstanding.delete(this);
+    if (this.settle) return this.settle.resolve(value);
+    this.state = 'answered';
+    this.outcome = value;
+  }
+
+  fail(err: unknown): void {
+    this.entry.outstanding.delete(this);
+    if (this.settle) return this.settle.reject(err);
+    this.state = 'failed';
+    this.outcome = err;
+  }
+
+  /** The answer if it came already, else a promise of it. */
+  result(): T | Promise<T> {
+    if (this.state === 'answered') return this.outcome as T;
+    if (this.state === 'failed') return Promise.reject(this.outcome);
+    return new Promise<T>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+  }
+}
+
 export function createStockRegistry(options: RegistryOptions) {
   const log = options.logger.child({ component: 'StockRegistry' });
   const freshMs = options.freshMs ?? 100;
@@ -64,7 +103,7 @@ export function createStockRegistry(options: RegistryOptions) {
   });
 
   function failAll(entry: Entry, err: unknown): void {
-    for (const fail of [...entry.outstanding]) fail(err);
+    for (const asked of [...entry.outstanding]) asked.fail(err);
   }
 
   function drop(entry: Entry): void {
@@ -92,22 +131,35 @@ export function createStockRegistry(options: RegistryOptions) {
     return entry;
   }
 
+  /**
+   * Sends a command and returns the actor's answer: as is when the actor decided within `send` (a ready
+   * actor: no promise and no microtask per command, and an order of 3 items asks 3 actors), as a promise
+   * when it deferred the command (loading or writing).
+   */
   function ask<T>(
     entry: Entry,
     build: (reply: (value: T) => void, fail: (err: unknown) => void) => StockCommand,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const fail = (err: unknown) => {
-        entry.outstanding.delete(fail);
-        reject(err);
-      };
-      entry.outstanding.add(fail);
-      const reply = (value: T) => {
-        entry.outstanding.delete(fail);
-        resolve(value);
-      };
-      entry.actor.send(build(reply, fail));
-    });
+  ): T | Promise<T> {
+    const asked = new Asked<T>(entry);
+    entry.actor.send(
+      build(
+        (value) => asked.answer(value),
+        (err) => asked.fail(err),
+      ),
+    );
+    return asked.result();
+  }
+
+  function reserved(reply: ReserveReply, entry: Entry, quantity: number): ReserveResult {
+    if (!reply.ok) return reply;
+    const { product } = reply;
+    const reservation = {
+      productId: entry.productId,
+      quantity,
+      catalogVersion: product.catalogVersion,
+      entry,
+    };
+    return { ok: true, product, reservation };
   }
 
   /** Sends to the actor that holds the reservation, if it still lives (a new one reads the database afresh). */
@@ -116,18 +168,22 @@ export function createStockRegistry(options: RegistryOptions) {
   }
 
   return {
-    async reserve(productId: number, quantity: number): Promise<ReserveResult> {
+    /**
+     * Reserves `quantity` of the product in its actor's memory. The result is returned synchronously when
+     * the actor was ready to decide (the common case), else as a promise (it is loading the product).
+     */
+    reserve(productId: number, quantity: number): ReserveResult | Promise<ReserveResult> {
       const entry = activate(productId);
-      const reply = await ask<ReserveReply>(entry, (done, fail) => ({
+      const reply = ask<ReserveReply>(entry, (done, fail) => ({
         type: 'RESERVE',
         quantity,
         at: Date.now(),
         reply: done,
         fail,
       }));
-      if (!reply.ok) return reply;
-      const reservation = { productId, quantity, catalogVersion: reply.product.catalogVersion, entry };
-      return { ...reply, reservation };
+      return reply instanceof Promise
+        ? reply.then((answer) => reserved(answer, entry, quantity))
+        : reserved(reply, entry, quantity);
     },
     release(reservation: Reservation): void {
       tell(reservation.entry, { type: 'RELEASE', quantity: reservation.quantity });
@@ -155,7 +211,7 @@ export function createStockRegistry(options: RegistryOptions) {
     /** Runs `run` (a product write) with no reservation decided for the product meanwhile. */
     async exclusive(productId: number, run: () => Promise<void>): Promise<ProductView | null> {
       const entry = activate(productId);
-      return ask<ProductView | null>(entry, (done, fail) => ({
+      return await ask<ProductView | null>(entry, (done, fail) => ({
         type: 'EXCLUSIVE',
         run: async () => {
           await run();

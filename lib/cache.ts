@@ -81,7 +81,9 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
     },
     flush() {
       inFlight.clear();
-      store.flushAll();
+      // node-cache's flushAll also restarts its expiry timer: skipped when there is nothing to drop (every
+      // product an order batch changes flushes the catalogue's list caches, mostly empty under order load).
+      if (store.getStats().keys > 0) store.flushAll();
     },
     delWhere(predicate) {
       for (const key of [...inFlight.keys()]) if (predicate(key, undefined)) inFlight.delete(key);

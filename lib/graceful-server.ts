@@ -27,6 +27,17 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
   let draining = false;
   const sockets = new Map<net.Socket, SocketState>();
 
+  // Every response's writeHead: once draining, a response still to be sent closes its keep-alive connection.
+  // One function for the server (not a closure per request).
+  const writeHead = http.ServerResponse.prototype.writeHead;
+  const writeHeadClosingWhenDraining = function (
+    this: http.ServerResponse,
+    ...args: Parameters<typeof writeHead>
+  ) {
+    if (draining && !this.headersSent) this.setHeader('Connection', 'close');
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
+
   const server = http.createServer(
     {
       requestTimeout: limits.requestTimeoutMs,
@@ -37,14 +48,7 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
     (req, res) => {
       const state = sockets.get(req.socket);
       if (state) state.active++;
-      const writeHead = res.writeHead;
-      res.writeHead = function writeHeadClosingWhenDraining(
-        this: http.ServerResponse,
-        ...args: Parameters<typeof writeHead>
-      ) {
-        if (draining && !this.headersSent) this.setHeader('Connection', 'close');
-        return writeHead.apply(this, args);
-      } as typeof writeHead;
+      res.writeHead = writeHeadClosingWhenDraining;
       res.once('close', () => {
         if (!state) return;
         state.active--;

@@ -50,7 +50,9 @@ export function createActorInventory(options: ActorInventoryOptions) {
         const lines: DecidedLine[] = [];
         try {
           for (const item of items) {
-            const result = await registry.reserve(item.productId, item.quantity);
+            // A ready actor answers synchronously: no await (and no microtask) per item then.
+            const answer = registry.reserve(item.productId, item.quantity);
+            const result = answer instanceof Promise ? await answer : answer;
             if (!result.ok) throw refusalError(result.reason, item.productId, result.product);
             reservations.push(result.reservation);
             lines.push({ product: result.product, quantity: item.quantity });

@@ -85,13 +85,50 @@ export async function deductStock(
 const STATUS_AFTER_DEDUCTION = statusFollowingStockSql(sql('status'), sql('stock_quantity - ?', 0));
 if (STATUS_AFTER_DEDUCTION.bindings.length !== 1) throw new Error('the status rule must bind only the stock');
 
+/** Products per batched UPDATE (bindings stay well under every driver's limit). */
+const BATCH_CHUNK = 500;
+
+// The batched UPDATE's text depends only on how many products it names: built once per count.
+const batchTexts = new Map<number, string>();
+
+function batchText(count: number): string {
+  let text = batchTexts.get(count);
+  if (text === undefined) {
+    const whens = (then: string) =>
+      `CASE id ${new Array<string>(count).fill(`WHEN ? THEN ${then}`).join(' ')} END`;
+    text =
+      `update \`products\` set \`status\` = ${whens(STATUS_AFTER_DEDUCTION.sql)}, ` +
+      `\`stock_quantity\` = stock_quantity - ${whens('?')}, ` +
+      `\`sales_count\` = sales_count + ${whens('?')}, \`updated_at\` = ? ` +
+      `where \`id\` in (${new Array<string>(count).fill('?').join(', ')}) and \`status\` = ? ` +
+      `and \`catalog_version\` = ${whens('?')} and \`stock_quantity\` >= ${whens('?')}`;
+    batchTexts.set(count, text);
+  }
+  return text;
+}
+
+/** The batched UPDATE's bindings, in the order of `batchText`'s placeholders. */
+function batchBindings(chunk: JudgedStockChange[], now: Date): Knex.Value[] {
+  const bindings: Knex.Value[] = [];
+  // status, stock_quantity, sales_count: one (id, quantity) pair per product each
+  for (let column = 0; column < 3; column++)
+    for (const change of chunk) bindings.push(change.productId, change.quantity);
+  bindings.push(now);
+  for (const change of chunk) bindings.push(change.productId);
+  bindings.push('ON_SALE');
+  for (const change of chunk) bindings.push(change.productId, change.catalogVersion);
+  for (const change of chunk) bindings.push(change.productId, change.quantity);
+  return bindings;
+}
+
 /**
  * The group commit's deduction: ONE guarded UPDATE for many products (a CASE per column), so a batch
  * over 64 products costs one round trip, not 64. Rows are locked in primary-key order, as the
  * per-product form does. Each product's catalog version is one more bound value of a CASE. Returns
  * false when any product's guard refused (the caller rolls back and has the products re-read); which
  * one does not matter then, the whole batch decides again. The statement is built as text (the same SQL
- * knex's builder produced from nested raw CASEs, which took ~125 us for 32 products), `status` first.
+ * knex's builder produced from nested raw CASEs, which took ~125 us for 32 products), `status` first;
+ * its text is built once per product count and its bindings in one pass.
  */
 export async function deductStockBatch(
   trx: Knex.Transaction,
@@ -99,30 +136,10 @@ export async function deductStockBatch(
   now: Date,
 ): Promise<boolean> {
   const sorted = [...changes].sort((a, b) => a.productId - b.productId);
-  for (let start = 0; start < sorted.length; start += 500) {
-    const chunk = sorted.slice(start, start + 500);
-    const whens = (then: string) => `CASE id ${chunk.map(() => `WHEN ? THEN ${then}`).join(' ')} END`;
-    const pairs = (value: (change: JudgedStockChange) => Knex.Value[]) =>
-      chunk.flatMap((change) => [change.productId, ...value(change)]);
-    const text =
-      `update \`products\` set \`status\` = ${whens(STATUS_AFTER_DEDUCTION.sql)}, ` +
-      `\`stock_quantity\` = stock_quantity - ${whens('?')}, ` +
-      `\`sales_count\` = sales_count + ${whens('?')}, \`updated_at\` = ? ` +
-      `where \`id\` in (${chunk.map(() => '?').join(', ')}) and \`status\` = ? ` +
-      `and \`catalog_version\` = ${whens('?')} and \`stock_quantity\` >= ${whens('?')}`;
-    const quantity = (change: JudgedStockChange) => [change.quantity];
-    const bindings: Knex.Value[] = [
-      ...pairs(quantity),
-      ...pairs(quantity),
-      ...pairs(quantity),
-      now,
-      ...chunk.map((change) => change.productId),
-      'ON_SALE',
-      ...pairs((change) => [change.catalogVersion]),
-      ...pairs(quantity),
-    ];
-    if (dialect.rawWriteResult(trx, await trx.raw(text, bindings)).affectedRows !== chunk.length)
-      return false;
+  for (let start = 0; start < sorted.length; start += BATCH_CHUNK) {
+    const chunk = sorted.slice(start, start + BATCH_CHUNK);
+    const result = await trx.raw(batchText(chunk.length), batchBindings(chunk, now));
+    if (dialect.rawWriteResult(trx, result).affectedRows !== chunk.length) return false;
   }
   return true;
 }

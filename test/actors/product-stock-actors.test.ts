@@ -95,6 +95,64 @@ test("a committed batch's reservations settle with one COMMITTED per actor, unit
   }
 });
 
+test('a ready actor answers a reservation synchronously; one still loading answers with a promise', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 3 });
+  const registry = createStockRegistry({
+    load: (id) => loadProductView(app.db, id),
+    logger: quietLogger,
+    idleMs: 60_000,
+    freshMs: 60_000, // a refusal is decided on the loaded view, however slow the machine
+  });
+  try {
+    // First use: the actor is loading the product, so the command is deferred and answered later.
+    const first = registry.reserve(productId, 1);
+    t.true(first instanceof Promise);
+    t.like(await first, { ok: true, reservation: { productId, quantity: 1 } });
+    // Ready: decided within the call, a plain result (no promise, no microtask), refusals included.
+    const second = registry.reserve(productId, 2);
+    t.false(second instanceof Promise);
+    t.like(second, {
+      ok: true,
+      product: { id: productId, stock: 3 },
+      reservation: { productId, quantity: 2 },
+    });
+    const refused = registry.reserve(productId, 1);
+    t.false(refused instanceof Promise);
+    t.like(refused, { ok: false, reason: 'INSUFFICIENT_STOCK' });
+    t.like(registry.inspect(productId), { stock: 3, reserved: 3 });
+    // A reservation still commits and releases through its actor.
+    if ((second as { ok: boolean }).ok)
+      registry.committedAll([(second as Extract<typeof second, { ok: true }>).reservation]);
+    t.like(registry.inspect(productId), { stock: 1, reserved: 1 });
+  } finally {
+    registry.stop();
+  }
+});
+
+test('a reservation still waiting for its actor fails when the registry stops (no promise left hanging)', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 3 });
+  let finishLoad!: () => void;
+  const registry = createStockRegistry({
+    // The load waits until the test lets it go: the command stays deferred meanwhile.
+    load: async (id) => {
+      await new Promise<void>((resolve) => (finishLoad = resolve));
+      return loadProductView(app.db, id);
+    },
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
+  const waiting = registry.reserve(productId, 1);
+  t.true(waiting instanceof Promise);
+  registry.stop();
+  await t.throwsAsync(async () => waiting, {
+    message: new RegExp(`stock actor of product ${productId} stopped`),
+  });
+  finishLoad();
+  t.is(registry.activeCount(), 0);
+});
+
 test('an actor error becomes a failed command, not a crash, and the actor is dropped', async (t) => {
   const broken = createDb({ client: 'sqlite', filename: `${app.database.dataDir}/missing-dir/never.sqlite` });
   await broken.destroy(); // every query now fails
@@ -103,8 +161,8 @@ test('an actor error becomes a failed command, not a crash, and the actor is dro
     logger: quietLogger,
     idleMs: 60_000,
   });
-  await t.throwsAsync(registry.reserve(1, 1));
-  await t.throwsAsync(registry.reserve(1, 1)); // a fresh activation fails again, still no crash
+  await t.throwsAsync(async () => registry.reserve(1, 1));
+  await t.throwsAsync(async () => registry.reserve(1, 1)); // a fresh activation fails again, still no crash
   t.is(registry.activeCount(), 0);
 });
 

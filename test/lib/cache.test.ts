@@ -140,3 +140,24 @@ test('getOrLoad stores a loaded value only when keep() says so, and still return
   t.is(cache.get('even'), 2);
   cache.close();
 });
+
+test('flush with no entries held still forgets the loads in flight; with entries it drops them all', async (t) => {
+  const cache = createCache<string>(60);
+  let finish!: (value: string) => void;
+  const slow = cache.getOrLoad('p', () => new Promise<string>((resolve) => (finish = resolve)));
+  t.deepEqual(cache.size(), { entries: 0, loading: 1 });
+  cache.flush(); // nothing stored yet: the in-flight load must still be forgotten
+  t.deepEqual(cache.size(), { entries: 0, loading: 0 });
+  finish('stale');
+  t.is(await slow, 'stale');
+  t.is(cache.get('p'), undefined, 'a load that started before the flush is not written back');
+
+  for (const key of ['a', 'b', 'c']) cache.set(key, key);
+  t.is(cache.size().entries, 3);
+  cache.flush();
+  t.deepEqual(cache.size(), { entries: 0, loading: 0 });
+  t.is(cache.get('a'), undefined);
+  cache.set('a', 'again');
+  t.is(cache.get('a'), 'again', 'a flushed cache stores again');
+  cache.close();
+});

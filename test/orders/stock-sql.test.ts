@@ -124,6 +124,32 @@ test('a deduction judged on an older catalog version is refused, batched or per 
   t.is(Number(version.catalog_version), 2, 'a deduction never bumps the catalog version');
 });
 
+test('batched deductions of different product counts each apply their own values (the text is kept per count)', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const ids: number[] = [];
+  for (let i = 0; i < 4; i++) ids.push(await createProduct(app, seller.id, { stockQuantity: 10 + i }));
+  const deduct = (changes: JudgedStockChange[]) =>
+    app.db.transaction((trx) => deductStockBatch(trx, changes, new Date()));
+  // 3 products, then 1, then 3 again (the kept text of 3), then 2 (unsorted), each with its own quantities.
+  t.true(
+    await deduct(ids.slice(0, 3).map((productId, i) => ({ productId, quantity: i + 1, catalogVersion: 1 }))),
+  );
+  t.true(await deduct([{ productId: ids[3], quantity: 13, catalogVersion: 1 }]));
+  t.true(await deduct(ids.slice(0, 3).map((productId) => ({ productId, quantity: 2, catalogVersion: 1 }))));
+  t.true(
+    await deduct([
+      { productId: ids[2], quantity: 1, catalogVersion: 1 },
+      { productId: ids[0], quantity: 4, catalogVersion: 1 },
+    ]),
+  );
+  t.deepEqual(await Promise.all(ids.map((id) => productRow(app, id))), [
+    { stock: 10 - 1 - 2 - 4, status: 'ON_SALE', salesCount: 7 },
+    { stock: 11 - 2 - 2, status: 'ON_SALE', salesCount: 4 },
+    { stock: 12 - 3 - 2 - 1, status: 'ON_SALE', salesCount: 6 },
+    { stock: 0, status: 'SOLD_OUT', salesCount: 13 },
+  ]);
+});
+
 test('restoring a cancellation gives stock and salesCount back and lifts SOLD_OUT', async (t) => {
   const seller = await createMember(app, 'SELLER');
   const a = await createProduct(app, seller.id, { stockQuantity: 0, status: 'SOLD_OUT', salesCount: 4 });
