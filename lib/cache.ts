@@ -17,11 +17,6 @@ export interface Cache<T> {
    */
   holds(key: string, value: T): boolean;
   /**
-   * Deletes every stored entry, and forgets every load in flight (so it does not store its result), for which
-   * `predicate` is true: in flight, `value` is undefined.
-   */
-  delWhere(predicate: (key: string, value: T | undefined) => boolean): void;
-  /**
    * The cached value, or the result of one shared `load()` for all concurrent callers. `keep`, when given, is
    * asked as the loaded value is stored (in the same turn): false leaves it unstored (still returned).
    */
@@ -84,13 +79,6 @@ export function createCache<T>(ttlSeconds: number, options: CacheOptions = {}): 
       // node-cache's flushAll also restarts its expiry timer: skipped when there is nothing to drop (every
       // product an order batch changes flushes the catalogue's list caches, mostly empty under order load).
       if (store.getStats().keys > 0) store.flushAll();
-    },
-    delWhere(predicate) {
-      for (const key of [...inFlight.keys()]) if (predicate(key, undefined)) inFlight.delete(key);
-      for (const key of store.keys()) {
-        const value = store.get<T>(key);
-        if (value !== undefined && predicate(key, value)) store.del(key);
-      }
     },
     getOrLoad(key, load, keep) {
       const hit = store.get<T>(key);

@@ -7,6 +7,8 @@
 //
 // A page loaded while a product it shows changed may hold the old state: it is served to the requests that
 // were waiting for it, never stored (each page knows when its load started; each narrow change is stamped).
+// A change finds its pages through an index (product -> page keys, and the keys of the pages following stock),
+// not by reading every page: an order batch announces each product it changed.
 import { createCache, type CacheObserver } from '../cache';
 import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { ProductChangeScope } from '../events';
@@ -26,8 +28,11 @@ export interface LoadedListPage {
   productIds: readonly number[];
 }
 
-/** Narrow changes remembered for the loads in flight; past this many, every page is dropped instead. */
-const MAX_TRACKED_CHANGES = 10_000;
+/**
+ * Narrow changes remembered for the loads in flight, and (product, page) pairs in the index: past this many,
+ * every page is dropped instead (which empties both).
+ */
+export const MAX_TRACKED = 100_000;
 
 export function createListPages(options: {
   ttlSeconds: number;
@@ -43,6 +48,25 @@ export function createListPages(options: {
   /** Product id -> the clock of its last narrow change. */
   const changedAt = new Map<number, number>();
   let stockChangedAt = 0;
+  /**
+   * Product id -> the keys of the pages loaded showing it (a key may since hold another page or none: dropping
+   * it then costs a reload, never a stale page), and the keys of the pages following stock.
+   */
+  const pagesShowing = new Map<number, Set<string>>();
+  const followingStock = new Set<string>();
+  let indexed = 0;
+
+  const index = (key: string, productIds: readonly number[], followsStock: boolean) => {
+    for (const productId of productIds) {
+      let keys = pagesShowing.get(productId);
+      if (!keys) pagesShowing.set(productId, (keys = new Set()));
+      if (!keys.has(key)) {
+        keys.add(key);
+        indexed++;
+      }
+    }
+    if (followsStock) followingStock.add(key);
+  };
 
   const changedSinceLoad = (page: ListPage): boolean => {
     if (page.followsStock && stockChangedAt > page.loadStarted) return true;
@@ -55,6 +79,9 @@ export function createListPages(options: {
   const flush = () => {
     cache.flush(); // loads in flight included: none of them is stored
     changedAt.clear();
+    pagesShowing.clear();
+    followingStock.clear();
+    indexed = 0;
   };
 
   return {
@@ -69,6 +96,7 @@ export function createListPages(options: {
         async () => {
           const loadStarted = clock;
           const { body, productIds } = await load();
+          index(key, productIds, followsStock);
           const entry: ListPage = {
             productIds: new Set(productIds),
             followsStock,
@@ -84,17 +112,25 @@ export function createListPages(options: {
 
     /** A product changed: `scope` says what, when narrower than anything. */
     changed(productId: number, scope: ProductChangeScope | undefined): void {
-      if (scope === undefined || changedAt.size >= MAX_TRACKED_CHANGES) {
+      if (scope === undefined || changedAt.size >= MAX_TRACKED || indexed >= MAX_TRACKED) {
         flush();
         return;
       }
       clock += 1;
       changedAt.set(productId, clock);
-      if (scope === 'stock') stockChangedAt = clock;
-      cache.delWhere(
-        (_key, page) =>
-          page !== undefined && (page.productIds.has(productId) || (scope === 'stock' && page.followsStock)),
-      );
+      const showing = pagesShowing.get(productId);
+      if (showing) {
+        pagesShowing.delete(productId);
+        indexed -= showing.size;
+        cache.del([...showing]);
+      }
+      if (scope === 'stock') {
+        stockChangedAt = clock;
+        if (followingStock.size > 0) {
+          cache.del([...followingStock]);
+          followingStock.clear();
+        }
+      }
     },
 
     flush,

@@ -69,15 +69,6 @@ const filterKey = (query: ProductFilters) => [
   query.maxPrice ?? null,
 ];
 
-/** A count's cache key; a status-filtered query's starts with `S` (the counts a stock change can move). */
-function countKeyOf(viewer: AuthMember | null, query: ProductFilters): string {
-  return (
-    (query.status === undefined ? '-' : 'S') + JSON.stringify([visibilityKey(viewer), ...filterKey(query)])
-  );
-}
-
-const isStatusFilteredCount = (key: string) => key.startsWith('S');
-
 const notFound = (productId: number) => new NotFoundError(`Product ${productId} not found`);
 
 export function createProductService(deps: ProductServiceDeps) {
@@ -97,8 +88,13 @@ export function createProductService(deps: ProductServiceDeps) {
   // totalElements of the offset list, per filter set and viewer: a COUNT over the visible catalogue is the
   // list's dominant cost, so it runs at most once per COUNT_CACHE_TTL_SECONDS (single-flight) and is
   // recounted at once after any product change this process hears of (another process's changes show
-  // within the TTL).
+  // within the TTL) that can move it: a stock change moves a product between ON_SALE and SOLD_OUT only, so
+  // it recounts just the counts of a status filter, which live in a cache of their own.
   const countCache = createCache<number>(COUNT_CACHE_TTL_SECONDS, {
+    name: 'product_count',
+    observer: deps.cacheObserver,
+  });
+  const statusCountCache = createCache<number>(COUNT_CACHE_TTL_SECONDS, {
     name: 'product_count',
     observer: deps.cacheObserver,
   });
@@ -118,15 +114,15 @@ export function createProductService(deps: ProductServiceDeps) {
   events.on('productChanged', ({ productId, scope }) => {
     detailCache.del(String(productId));
     popularCache.flush();
-    // A stock change moves a product between ON_SALE and SOLD_OUT only: the counts of a status filter.
     if (scope === undefined) countCache.flush();
-    else if (scope === 'stock') countCache.delWhere(isStatusFilteredCount);
+    if (scope === undefined || scope === 'stock') statusCountCache.flush();
     listPages.changed(productId, scope);
   });
   events.on('cachesStale', () => {
     detailCache.flush();
     popularCache.flush();
     countCache.flush();
+    statusCountCache.flush();
     listPages.flush();
   });
 
@@ -161,8 +157,9 @@ export function createProductService(deps: ProductServiceDeps) {
 
   async function list(viewer: AuthMember | null, query: ListQuery): Promise<PageSlice<ProductJson>> {
     // What the viewer may see decides the count: the public set, a seller's own drafts, or an admin's all.
-    const countKey = countKeyOf(viewer, query);
-    const total = () => countCache.getOrLoad(countKey, () => repository.count(viewer, query));
+    const countKey = JSON.stringify([visibilityKey(viewer), ...filterKey(query)]);
+    const counts = query.status === undefined ? countCache : statusCountCache;
+    const total = () => counts.getOrLoad(countKey, () => repository.count(viewer, query));
     const page = await repository.page(viewer, query, parseSort(query.sort), query, total);
     return mapPage(page, (rows) => productsJson(db, rows));
   }

@@ -91,33 +91,6 @@ test('holds(key, value): true only while that very value is the live entry (repl
   cache.close();
 });
 
-test('delWhere drops the stored entries it matches and forgets the matching loads in flight', async (t) => {
-  const cache = createCache<number>(60);
-  for (const key of ['a1', 'a2', 'b1']) cache.set(key, Number(key.slice(1)));
-  let finish!: (value: number) => void;
-  const inFlight = cache.getOrLoad('a3', () => new Promise<number>((resolve) => (finish = resolve)));
-  const seen: Array<[string, number | undefined]> = [];
-  cache.delWhere((key, value) => {
-    seen.push([key, value]);
-    return key.startsWith('a');
-  });
-  t.deepEqual(
-    seen.sort(([a], [b]) => a.localeCompare(b)),
-    [
-      ['a1', 1],
-      ['a2', 2],
-      ['a3', undefined],
-      ['b1', 1],
-    ],
-  );
-  t.is(cache.get('a1'), undefined);
-  t.is(cache.get('b1'), 1);
-  finish(3);
-  t.is(await inFlight, 3, 'the load still answers its callers');
-  t.is(cache.get('a3'), undefined, 'but does not store what it loaded');
-  cache.close();
-});
-
 test('getOrLoad stores a loaded value only when keep() says so, and still returns it', async (t) => {
   const cache = createCache<number>(60);
   t.is(

@@ -2,7 +2,7 @@
 // drops the pages showing the product and the pages that follow stock, an image change only the pages showing
 // the product, anything else every page; and a page whose load overlapped a change it may show is never stored.
 import test from 'ava';
-import { createListPages, type LoadedListPage } from '../../lib/products/list-pages';
+import { createListPages, MAX_TRACKED, type LoadedListPage } from '../../lib/products/list-pages';
 
 function pages() {
   const loads: string[] = [];
@@ -105,4 +105,27 @@ test('a page loaded while a product it shows changed answers its callers but is 
   fifth.finish();
   await reread;
   t.is(loads, before + 2);
+});
+
+test('the index is bounded: past MAX_TRACKED (product, page) pairs a narrow change drops every page', async (t) => {
+  const { listPages, loads, get } = pages();
+  await get('kept', [1]);
+  const idsPerPage = 50;
+  const pagesNeeded = Math.ceil(MAX_TRACKED / idsPerPage);
+  for (let page = 0; page < pagesNeeded; page++) {
+    const first = 10 + page * idsPerPage;
+    await get(
+      `p${page}`,
+      Array.from({ length: idsPerPage }, (_, i) => first + i),
+    );
+  }
+  loads.length = 0;
+  await get('kept', [1]);
+  t.deepEqual(loads, [], 'held before');
+  listPages.changed(5, 'images'); // a product no page shows
+  await get('kept', [1]);
+  t.deepEqual(loads, ['kept'], 'every page was dropped, and the index with them');
+  listPages.changed(6, 'images');
+  await get('kept', [1]);
+  t.deepEqual(loads, ['kept'], 'below the bound again: narrow');
 });
