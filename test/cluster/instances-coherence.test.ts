@@ -362,17 +362,24 @@ natsTest('each outbox event is delivered once across every process', async (t) =
         delivered_at: Date | null;
       }>
     ).filter((row) => orderIds.has((JSON.parse(row.payload) as { orderId: number }).orderId));
+  const deliveryLines = () => [
+    ...world.output().matchAll(/Delivered OrderCreated for order (\d+) to member (\d+) \(outbox (\d+)\)/g),
+  ];
+  // A process logs its delivery after the commit that marks the row, and the line reaches this process
+  // through a pipe: wait for both, then a moment more, so that a second delivery would be seen too.
   await until(
-    async () => (await rowsOf()).every((row) => row.delivered_at !== null),
+    async () => {
+      const logged = new Set(deliveryLines().map(([, , , outbox]) => Number(outbox)));
+      return (await rowsOf()).every((row) => row.delivered_at !== null && logged.has(Number(row.id)));
+    },
     15_000,
-    () => 'every OrderCreated row of these orders delivered',
+    () => 'every OrderCreated row of these orders delivered and its delivery logged',
   );
+  await new Promise((resolve) => setTimeout(resolve, 500));
   const rows = await rowsOf();
   t.true(rows.length >= 24, 'at least one OrderCreated row per order');
 
-  const lines = [
-    ...world.output().matchAll(/Delivered OrderCreated for order (\d+) to member (\d+) \(outbox (\d+)\)/g),
-  ];
+  const lines = deliveryLines();
   const times = new Map<number, number>();
   for (const [, , , outbox] of lines) times.set(Number(outbox), (times.get(Number(outbox)) ?? 0) + 1);
   for (const row of rows) t.is(times.get(Number(row.id)), 1, `outbox ${row.id} delivered once`);
