@@ -307,7 +307,7 @@ async function forwarderPair(
 natsTest(
   'the requests for one shard made in one turn travel as one NATS request; each gets its own answer or error',
   async (t) => {
-    const { owner, caller, messages } = await forwarderPair(t);
+    const { owner, caller, messages, spy } = await forwarderPair(t);
     const started: number[] = [];
     owner.serve(async ({ productId, payload, origin }) => {
       started.push(productId);
@@ -322,6 +322,8 @@ natsTest(
     const ids = [0, 1, 2, 3].map((n) => productIn(3, 64, n + 1));
     const actions = ['read', 'conflict', 'read', 'crash'];
     const results = await Promise.allSettled(ids.map((id, i) => caller.request(id, { action: actions[i] })));
+    // The spy's copy travels on its own connection: its PONG comes after every message sent to it before.
+    await spy.flush();
 
     t.is(messages.length, 1, 'one NATS request for the four');
     t.deepEqual(
@@ -350,6 +352,7 @@ natsTest(
 
     // A later turn is a new batch; requests for other shards travel in their own.
     t.like(await caller.request(ids[0], { action: 'read' }), { productId: ids[0], startedWith: 5 });
+    await spy.flush();
     t.is(messages.length, 2);
   },
 );
@@ -357,7 +360,7 @@ natsTest(
 natsTest(
   'a batch caught in a shard move: each request gets its 503 with Retry-After and none runs; an owner that does not answer: each gets OwnerDidNotAnswerError',
   async (t) => {
-    const { owner, caller, messages, state } = await forwarderPair(t, { requestTimeoutMs: 300 });
+    const { owner, caller, messages, state, spy } = await forwarderPair(t, { requestTimeoutMs: 300 });
     let ran = 0;
     let slow = false;
     owner.serve(async ({ productId }) => {
@@ -369,6 +372,7 @@ natsTest(
 
     state.owned = false;
     const moved = await Promise.allSettled(ids.map((id) => caller.request(id, {})));
+    await spy.flush();
     t.is(messages.length, 1);
     t.is(ran, 0);
     for (const result of moved) {
@@ -387,6 +391,7 @@ natsTest(
     const silent = await Promise.allSettled(ids.map((id) => caller.request(id, {})));
     const elapsed = Date.now() - started;
     t.true(elapsed >= 250 && elapsed < 900, `answered in ${elapsed} ms`);
+    await spy.flush();
     t.is(messages.length, 2);
     t.is(ran, 3, 'the owner got all three (they may have run)');
     for (const result of silent) {
@@ -490,11 +495,12 @@ natsTest(
   "a turn's requests over the server's message limit travel in several batches, each under it; every request is answered",
   async (t) => {
     // Limit 3,072 bytes: the forwarder keeps 1,024 for the envelope, so about 2,048 of items per message.
-    const { owner, caller, messages } = await forwarderPair(t, { callerMaxPayload: 3072 });
+    const { owner, caller, messages, spy } = await forwarderPair(t, { callerMaxPayload: 3072 });
     owner.serve(async ({ productId }) => ({ productId }));
     const padding = 'x'.repeat(600);
     const ids = [1, 2, 3, 4, 5, 6, 7].map((n) => productIn(3, 64, n));
     const results = await Promise.all(ids.map((id) => caller.request(id, { padding })));
+    await spy.flush();
 
     t.deepEqual(
       results,
@@ -584,19 +590,20 @@ async function ownerWorld(
     ownerOf: (shard) => map[shard] ?? null,
     ownerGone: (name) => void gone.push(name),
   });
-  return { caller, messages, ran, owned, gone };
+  return { caller, messages, ran, owned, gone, spy };
 }
 
 natsTest(
   'the requests for several shards of one owner made in one turn travel as ONE message on its subject; it starts them all in that turn',
   async (t) => {
-    const { caller, messages, ran } = await ownerWorld(
+    const { caller, messages, ran, spy } = await ownerWorld(
       t,
       { b: [3, 5, 7], c: [9] },
       { 3: 'b', 5: 'b', 7: 'b', 9: 'c' },
     );
     const ids = [productIn(3), productIn(5), productIn(7, 64, 2), productIn(3, 64, 3), productIn(9)];
     const results = await Promise.all(ids.map((id) => caller.request(id, {})));
+    await spy.flush(); // the spy's copies come before its PONG
 
     t.deepEqual(
       messages.map((message) => message.subject).sort(),
@@ -634,11 +641,12 @@ natsTest(
   'a stale owner map: the instance refuses (runs nothing for) the shard it no longer owns, and the request runs once on its real owner through the shard subject; no owner at all is a 503 with Retry-After',
   async (t) => {
     // The map still says b owns shard 3, but c took it over; b still owns 5.
-    const { caller, messages, ran, owned } = await ownerWorld(t, { b: [5], c: [3] }, { 3: 'b', 5: 'b' });
+    const { caller, messages, ran, owned, spy } = await ownerWorld(t, { b: [5], c: [3] }, { 3: 'b', 5: 'b' });
     const [moved, kept] = await Promise.all([
       caller.request(productIn(3), {}),
       caller.request(productIn(5), {}),
     ]);
+    await spy.flush();
     t.like(moved, { productId: productIn(3), servedBy: 'c', origin: 'caller' });
     t.like(kept, { productId: productIn(5), servedBy: 'b', origin: 'caller' });
     t.deepEqual(ran, { b: [productIn(5)], c: [productIn(3)] }, 'each ran once, where its shard is owned');
@@ -666,13 +674,14 @@ natsTest(
 natsTest(
   'an owner that is gone (nobody on its subject): its shards go on their subjects to whoever owns them now; an owner that does not answer in time: OwnerDidNotAnswerError per request',
   async (t) => {
-    const { caller, messages, ran, gone } = await ownerWorld(
+    const { caller, messages, ran, gone, spy } = await ownerWorld(
       t,
       { b: [3], c: [5, 7] },
       { 3: 'ghost', 5: 'ghost', 7: 'c' },
       { requestTimeoutMs: 300 },
     );
     const results = await Promise.all([caller.request(productIn(3), {}), caller.request(productIn(5), {})]);
+    await spy.flush();
     t.like(results[0], { servedBy: 'b' });
     t.like(results[1], { servedBy: 'c' });
     t.deepEqual(gone, ['ghost'], 'the caller is told, so its map forgets that instance');
@@ -697,6 +706,7 @@ natsTest(
       t.is(error.message, 'Shard 7 did not answer; please retry');
       t.deepEqual(error.details?.headers, { 'Retry-After': '4' });
     }
+    await spy.flush();
     t.deepEqual(
       messages.slice(2).map((message) => message.subject),
       ['owner.c'],
@@ -738,6 +748,7 @@ natsTest(
       await spy.flush();
       const shards = owner.ownedShards().slice(0, 3);
       const results = await Promise.all(shards.map((shard) => caller.request(productIn(shard), {})));
+      await spy.flush();
       t.deepEqual(
         results,
         shards.map((shard) => ({
