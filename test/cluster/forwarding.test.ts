@@ -68,6 +68,26 @@ function serveAll(nodes: Cluster[]): void {
   }
 }
 
+/**
+ * Starts a serving node per id (each pushed onto `nodes` at once, so the caller's cleanup reaches it) and waits
+ * until they hold the 64 shards exactly once, each its fair share.
+ */
+async function startServingNodes(
+  prefix: string,
+  ids: string[],
+  nodes: Cluster[],
+  env: Record<string, string> = {},
+): Promise<void> {
+  for (const id of ids) nodes.push(await startNode(prefix, `node-${id}`, env));
+  serveAll(nodes);
+  await Promise.all(nodes.map((node) => node.start()));
+  await until(
+    () => exactlyOnce(nodes, 64, Math.ceil(64 / ids.length)),
+    10_000,
+    () => shareReport(nodes),
+  );
+}
+
 natsTest(
   'a request reaches the owner of its product, from any node, or runs in place on the owner',
   async (t) => {
@@ -75,14 +95,7 @@ natsTest(
     const nodes: Cluster[] = [];
     const gateways: Array<Awaited<ReturnType<typeof gateway>>> = [];
     try {
-      for (const id of ['a', 'b', 'c']) nodes.push(await startNode(prefix, `node-${id}`));
-      serveAll(nodes);
-      await Promise.all(nodes.map((node) => node.start()));
-      await until(
-        () => exactlyOnce(nodes, 64, 22),
-        10_000,
-        () => shareReport(nodes),
-      );
+      await startServingNodes(prefix, ['a', 'b', 'c'], nodes);
       for (const node of nodes) gateways.push(await gateway(node));
       for (const shard of [0, 7, 31, 63]) {
         const productId = productIn(shard);
@@ -114,14 +127,7 @@ natsTest(
     const nodes: Cluster[] = [];
     let front: Awaited<ReturnType<typeof gateway>> | undefined;
     try {
-      for (const id of ['a', 'b']) nodes.push(await startNode(prefix, `node-${id}`));
-      serveAll(nodes);
-      await Promise.all(nodes.map((node) => node.start()));
-      await until(
-        () => exactlyOnce(nodes, 64, 32),
-        10_000,
-        () => shareReport(nodes),
-      );
+      await startServingNodes(prefix, ['a', 'b'], nodes);
       const [caller, owner] = nodes;
       const productId = productIn(owner.ownedShards()[0]);
       t.false(caller.isOwner(productId));
@@ -186,15 +192,7 @@ natsTest('an owner slower than CLUSTER_REQUEST_TIMEOUT_MS: 503 after the timeout
   const nodes: Cluster[] = [];
   let front: Awaited<ReturnType<typeof gateway>> | undefined;
   try {
-    for (const id of ['a', 'b'])
-      nodes.push(await startNode(prefix, `node-${id}`, { CLUSTER_REQUEST_TIMEOUT_MS: '300' }));
-    serveAll(nodes);
-    await Promise.all(nodes.map((node) => node.start()));
-    await until(
-      () => exactlyOnce(nodes, 64, 32),
-      10_000,
-      () => shareReport(nodes),
-    );
+    await startServingNodes(prefix, ['a', 'b'], nodes, { CLUSTER_REQUEST_TIMEOUT_MS: '300' });
     const productId = productIn(nodes[1].ownedShards()[0]);
     front = await gateway(nodes[0]);
     const started = Date.now();
@@ -721,14 +719,7 @@ natsTest(
     const nodes: Cluster[] = [];
     const spy = await connect({ servers: NATS_URL });
     try {
-      for (const id of ['a', 'b']) nodes.push(await startNode(prefix, `node-${id}`));
-      serveAll(nodes);
-      await Promise.all(nodes.map((node) => node.start()));
-      await until(
-        () => exactlyOnce(nodes, 64, 32),
-        10_000,
-        () => shareReport(nodes),
-      );
+      await startServingNodes(prefix, ['a', 'b'], nodes);
       const [caller, owner] = nodes;
       // The watch delivers claims and renewals: within a renewal period every shard's owner is known.
       await until(
