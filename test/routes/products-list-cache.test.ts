@@ -147,6 +147,30 @@ test.serial(
 );
 
 test.serial(
+  'a cancellation that lifts SOLD_OUT shows on the very next page of a status filter (its stock change drops it)',
+  async (t) => {
+    const categoryId = await createCategory(app);
+    const productId = await createProduct(app, seller.id, { categoryId, stockQuantity: 1 });
+    const onSale = `/api/v1/products?categoryId=${categoryId}&status=ON_SALE`;
+    const order = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
+    });
+    t.is(order.status, 201, JSON.stringify(order.body));
+    t.deepEqual(ids(await app.request('GET', onSale)), []);
+    t.deepEqual(ids(await app.request('GET', onSale)), []); // cached now
+
+    const orderId = order.body.orders[0].id;
+    const cancelled = await app.request('POST', `/api/v1/orders/${orderId}/cancel`, { token: buyer.token });
+    t.is(cancelled.status, 200, JSON.stringify(cancelled.body));
+    const after = await app.request('GET', onSale);
+    t.deepEqual(ids(after), [productId]);
+    t.like(listOf(after)[0], { stockQuantity: 1, status: 'ON_SALE', salesCount: 0 });
+    t.like(after.body, { totalElements: 1 });
+  },
+);
+
+test.serial(
   'an order drops only the pages it can change: those showing the product, a status filter, the salesCount sort',
   async (t) => {
     const [orderedCategory, otherCategory] = [await createCategory(app), await createCategory(app)];
