@@ -171,6 +171,35 @@ test.serial(
 );
 
 test.serial(
+  'a guard refusal (the product changed behind this process) drops every page, also those not showing it',
+  async (t) => {
+    const [from, to] = [await createCategory(app), await createCategory(app)];
+    const productId = await createProduct(app, seller.id, { categoryId: from, stockQuantity: 5 });
+    const toPath = `/api/v1/products?categoryId=${to}`;
+    // The actor holds the product's view; the page of the other category is cached (empty).
+    const first = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
+    });
+    t.is(first.status, 201, JSON.stringify(first.body));
+    t.deepEqual(ids(await app.request('GET', toPath)), []);
+    t.deepEqual(ids(await app.request('GET', toPath)), []);
+
+    // Another process moves it (a catalogue edit: the version goes up) without this one hearing of it.
+    await app
+      .db('products')
+      .where('id', productId)
+      .update({ category_id: to, catalog_version: app.db.raw('catalog_version + 1') });
+    const second = await app.request('POST', '/api/v1/orders', {
+      token: buyer.token,
+      body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
+    });
+    t.is(second.status, 201, JSON.stringify(second.body));
+    t.deepEqual(ids(await app.request('GET', toPath)), [productId]);
+  },
+);
+
+test.serial(
   'an order drops only the pages it can change: those showing the product, a status filter, the salesCount sort',
   async (t) => {
     const [orderedCategory, otherCategory] = [await createCategory(app), await createCategory(app)];
