@@ -82,6 +82,7 @@ const envSchema = yup.object({
       }
     }),
   DB_POOL_MAX: int(1, 200).default(20),
+  SQLITE_CHECKPOINT_INTERVAL_MS: int(0, 60_000).default(250),
   DATA_DIR: yup.string().default('./var'),
   UPLOAD_DIR: yup.string().optional(),
   MIGRATE_ON_START: bool().default(true),
@@ -186,7 +187,16 @@ export interface Config {
   env: 'development' | 'production' | 'test';
   port: number;
   host: string;
-  database: { client: 'sqlite'; filename: string } | { client: 'mysql'; url: string; poolMax: number };
+  database:
+    | {
+        client: 'sqlite';
+        filename: string;
+        /** WAL checkpoints in a worker thread every this many ms; 0 or absent: SQLite's own, on the event loop. */
+        checkpointIntervalMs?: number;
+        /** This connection's `wal_autocheckpoint` (pages); absent: SQLite's default (1,000). */
+        walAutocheckpointPages?: number;
+      }
+    | { client: 'mysql'; url: string; poolMax: number };
   dataDir: string;
   uploadDir: string;
   migrateOnStart: boolean;
@@ -344,7 +354,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: v.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     database: v.DATABASE_URL
       ? { client: 'mysql', url: v.DATABASE_URL, poolMax: v.DB_POOL_MAX }
-      : { client: 'sqlite', filename: path.join(dataDir, 'marketplace.sqlite') },
+      : {
+          client: 'sqlite',
+          filename: path.join(dataDir, 'marketplace.sqlite'),
+          checkpointIntervalMs: v.SQLITE_CHECKPOINT_INTERVAL_MS,
+        },
     dataDir,
     uploadDir: path.resolve(v.UPLOAD_DIR ?? path.join(dataDir, 'uploads')),
     migrateOnStart: v.MIGRATE_ON_START,

@@ -8,6 +8,7 @@ import { Model, snakeCaseMappers, type Pojo } from 'objection';
 import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
 import { limitMysqlConnection } from './db-timeouts';
+import { cachePreparedStatements } from './sqlite-statements';
 import type { Logger } from './logger';
 
 export type Db = Knex;
@@ -41,13 +42,18 @@ export function knexConfig(
       seeds,
       pool: {
         afterCreate(
-          conn: { pragma(sql: string): unknown },
+          conn: { pragma(sql: string): unknown; prepare(sql: string): unknown },
           done: (err: Error | null, conn: unknown) => void,
         ) {
+          cachePreparedStatements(conn);
           conn.pragma('journal_mode = WAL');
           conn.pragma('foreign_keys = ON');
           conn.pragma(`busy_timeout = ${timeouts?.statementMs ?? 5000}`);
           conn.pragma('synchronous = NORMAL');
+          // Raised while a worker thread checkpoints (lib/wal-checkpoints.ts): the commits here then only append.
+          if (database.walAutocheckpointPages) {
+            conn.pragma(`wal_autocheckpoint = ${database.walAutocheckpointPages}`);
+          }
           // Planner statistics: without them SQLite serves the plain product lists through the status index
           // and sorts every visible row (~90 ms at 100k products) instead of walking products_created_index
           // (0.3 ms). 0x10002 is what SQLite recommends when a long-lived connection opens: ANALYZE (bounded)
@@ -102,6 +108,9 @@ export function createDb(database: Config['database'], timeouts?: DbTimeouts, lo
   return knexFactory(knexConfig(database, timeouts, logger));
 }
 
+/** Rows per multi-row statement on SQLite at most (its bound values stay far under SQLite's 32,766). */
+const SQLITE_LARGEST_STATEMENT = 256;
+
 /** Anything knex-made that knows its client: the knex instance, a transaction, a query builder. */
 type KnexSource = Knex | Knex.QueryBuilder | { client: unknown };
 
@@ -123,6 +132,27 @@ export const dialect = {
    */
   firstInsertedId(source: KnexSource, reported: number, count: number): number {
     return dialect.isMysql(source) ? reported : reported - count + 1;
+  },
+  /**
+   * The sizes a statement over `count` rows is split into, in order. MySQL/MariaDB: at most `max` rows each
+   * (every statement is a round trip). SQLite: power-of-two sizes up to `max` (170 rows: 128 + 32 + 8 + 2),
+   * so the texts repeat from batch to batch and the connection's prepared statements are reused
+   * (lib/sqlite-statements.ts) instead of each batch's text being compiled anew; there is no round trip.
+   */
+  statementSizes(source: KnexSource, count: number, max = Number.MAX_SAFE_INTEGER): number[] {
+    const sizes: number[] = [];
+    if (dialect.isMysql(source)) {
+      for (let left = count; left > 0; left -= max) sizes.push(Math.min(left, max));
+      return sizes;
+    }
+    let size = 1;
+    while (size * 2 <= Math.min(max, SQLITE_LARGEST_STATEMENT)) size *= 2;
+    for (let left = count; left > 0;) {
+      while (size > left) size /= 2;
+      sizes.push(size);
+      left -= size;
+    }
+    return sizes;
   },
   /** The result of a raw write (`db.raw`): mysql2's `[ResultSetHeader]`, better-sqlite3's `{ changes, lastInsertRowid }`. */
   rawWriteResult(source: KnexSource, result: unknown): { affectedRows: number; insertId: number } {

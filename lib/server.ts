@@ -8,6 +8,7 @@ import { createCluster, type Cluster } from './cluster/cluster';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
 import { createGracefulServer } from './graceful-server';
+import { startWalCheckpoints } from './wal-checkpoints';
 import { createLogger, type Logger } from './logger';
 import { seedDemo } from '../seeds/01_demo';
 
@@ -29,17 +30,20 @@ export async function prepareDatabase(db: Db, config: Config, logger: Logger): P
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const db = createDb(config.database, config.dbTimeouts, logger);
   // Migrations (DDL on large tables) may take longer than a request's statement timeout: no limits there.
   const setup = createDb(config.database, undefined, logger);
   try {
     await prepareDatabase(setup, config, logger);
-  } catch (err) {
-    await db.destroy();
-    throw err;
   } finally {
     await setup.destroy();
   }
+  // SQLite: checkpoints in a worker thread, once the file exists (null for MySQL, or when turned off).
+  const walCheckpoints = await startWalCheckpoints(config.database, logger);
+  const db = createDb(walCheckpoints?.database ?? config.database, config.dbTimeouts, logger);
+  const closeDb = async () => {
+    await db.destroy();
+    await walCheckpoints?.stop();
+  };
   // Cluster mode: NATS must answer at start (an instance that cannot join would serve a split brain of caches).
   let cluster: Cluster | null = null;
   let bundle: AppBundle;
@@ -49,7 +53,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await bundle.services.start();
   } catch (err) {
     await cluster?.close().catch(() => undefined);
-    await db.destroy();
+    await closeDb();
     throw err;
   }
 
@@ -69,7 +73,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // in-flight requests are answered (the last one on each keep-alive socket with Connection: close)
       await graceful.drain(config.shutdownTimeoutMs);
       await bundle.services.stop();
-      await db.destroy();
+      await closeDb();
     })());
 
   return { bundle, server, db, url, shutdown };

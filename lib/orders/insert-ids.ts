@@ -58,11 +58,13 @@ function insertStatement(table: string, rows: Record<string, unknown>[]): [strin
   return [statement.head + new Array<string>(rows.length).fill(statement.row).join(', '), bindings];
 }
 
-/** Inserts `rows` (all with the same columns) in one statement. */
+/** Inserts `rows` (all with the same columns): one statement (MySQL), a few of repeating sizes (SQLite). */
 export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return;
-  const [sql, bindings] = insertStatement(table, rows);
-  await db.raw(sql, bindings);
+  let start = 0;
+  for (const size of dialect.statementSizes(db, rows.length)) {
+    const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
+    await db.raw(sql, bindings);
+  }
 }
 
 /** Inserts `rows` (all with the same columns) and returns their ids in row order, or null when they must be read back. */
@@ -72,9 +74,14 @@ export async function insertWithIds(
   rows: Record<string, unknown>[],
 ): Promise<number[] | null> {
   const known = await consecutive(db);
-  const [sql, bindings] = insertStatement(table, rows);
-  const result: unknown = await db.raw(sql, bindings);
-  if (!known) return null;
-  const first = dialect.firstInsertedId(db, dialect.rawWriteResult(db, result).insertId, rows.length);
-  return rows.map((_, index) => first + index);
+  const ids: number[] = [];
+  let start = 0;
+  for (const size of dialect.statementSizes(db, rows.length)) {
+    const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
+    const result: unknown = await db.raw(sql, bindings);
+    if (!known) continue;
+    const first = dialect.firstInsertedId(db, dialect.rawWriteResult(db, result).insertId, size);
+    for (let index = 0; index < size; index++) ids.push(first + index);
+  }
+  return known ? ids : null;
 }

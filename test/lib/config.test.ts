@@ -21,6 +21,7 @@ test('defaults: port 8080 on loopback, embedded SQLite under ./var, actor invent
   t.is(config.host, '127.0.0.1');
   t.is(config.database.client, 'sqlite');
   t.true(config.database.client === 'sqlite' && config.database.filename.endsWith('/var/marketplace.sqlite'));
+  t.true(config.database.client === 'sqlite' && config.database.checkpointIntervalMs === 250);
   t.true(config.uploadDir.endsWith('/var/uploads'));
   t.is(config.inventoryMode, 'actor');
   t.deepEqual(config.log, { level: 'info', format: 'line' });
@@ -58,6 +59,8 @@ test('every bad value names its variable', (t) => {
     [{ SEED_BUYER_PASSWORD: 'x'.repeat(73) }, 'SEED_BUYER_PASSWORD'],
     [{ BCRYPT_CONCURRENCY: '0' }, 'BCRYPT_CONCURRENCY'],
     [{ BCRYPT_QUEUE_LIMIT: '-1' }, 'BCRYPT_QUEUE_LIMIT'],
+    [{ SQLITE_CHECKPOINT_INTERVAL_MS: '-1' }, 'SQLITE_CHECKPOINT_INTERVAL_MS'],
+    [{ SQLITE_CHECKPOINT_INTERVAL_MS: '60001' }, 'SQLITE_CHECKPOINT_INTERVAL_MS'],
     [{ AUTH_MEMBER_CACHE_SECONDS: '61' }, 'AUTH_MEMBER_CACHE_SECONDS'],
     [{ PRUNE_INTERVAL_SECONDS: '0' }, 'PRUNE_INTERVAL_SECONDS'],
   ];

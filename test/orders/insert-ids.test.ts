@@ -1,6 +1,7 @@
 import test from 'ava';
 import { insertRows, insertWithIds } from '../../lib/orders/insert-ids';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
+import { countQueries } from '../helpers/queries';
 
 let app: TestApp;
 test.before(async () => {
@@ -28,6 +29,33 @@ test('insertWithIds returns the ids of a multi-row INSERT in row order (as the d
     rows.map((row) => row.name_key),
   );
 });
+
+test.serial(
+  'insertWithIds over several statements (SQLite: 4 + 2 + 1 rows) returns every id in row order',
+  async (t) => {
+    const key = `chunks-${Date.now()}`;
+    const rows = [6, 0, 5, 1, 4, 2, 3].map((n) => ({
+      name: `c${n}`,
+      name_key: `${key}-${n}`,
+      parent_key: 0,
+      parent_id: null,
+      display_order: n,
+      created_at: new Date(),
+    }));
+    const { result: ids, count } = await countQueries(
+      app.db,
+      (query) => /^insert into [`"]categories[`"]/i.test(query.sql),
+      () => app.db.transaction((trx) => insertWithIds(trx, 'categories', rows)),
+    );
+    t.is(count, DB_KIND === 'mysql' ? 1 : 3);
+    t.is(ids!.length, 7);
+    const stored = await app.db('categories').whereIn('id', ids!).select('id', 'name_key');
+    t.deepEqual(
+      ids!.map((id) => stored.find((row: { id: number }) => row.id === id)?.name_key),
+      rows.map((row) => row.name_key),
+    );
+  },
+);
 
 test('insertRows writes every row with its values (null and dates too), whatever columns a statement names', async (t) => {
   const at = new Date('2026-11-24T06:00:00.000Z');

@@ -4,7 +4,8 @@ import test from 'ava';
 import { deductStock, deductStockBatch, restoreStock } from '../../lib/inventory/stock-repository';
 import type { JudgedStockChange } from '../../actors/stock-rules';
 import { createMember, createProduct } from '../helpers/factories';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
+import { countQueries, updatesProducts } from '../helpers/queries';
 import { productRow } from './order-fixtures';
 
 let app: TestApp;
@@ -156,3 +157,41 @@ test('restoring a cancellation gives stock and salesCount back and lifts SOLD_OU
   await app.db.transaction((trx) => restoreStock(trx, [{ productId: a, quantity: 4 }], new Date()));
   t.deepEqual(await productRow(app, a), { stock: 4, status: 'ON_SALE', salesCount: 0 });
 });
+
+test.serial(
+  'a batch over several statements (SQLite: 4 + 2 + 1 products) applies each; a refusal in the last refuses it all',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const ids: number[] = [];
+    for (let i = 0; i < 7; i++) ids.push(await createProduct(app, seller.id, { stockQuantity: 10 }));
+    const deduct = (changes: JudgedStockChange[]) =>
+      countQueries(app.db, updatesProducts, () =>
+        app.db
+          .transaction(async (trx) => {
+            if (!(await deductStockBatch(trx, changes, new Date()))) throw new Error('refused');
+            return 'applied';
+          })
+          .catch((err: Error) => err.message),
+      );
+    const applied = await deduct(
+      ids.map((productId, i) => ({ productId, quantity: i + 1, catalogVersion: 1 })),
+    );
+    t.is(applied.result, 'applied');
+    t.is(applied.count, DB_KIND === 'mysql' ? 1 : 3);
+    t.deepEqual(
+      await Promise.all(ids.map((id) => productRow(app, id))),
+      ids.map((_, i) => ({ stock: 10 - (i + 1), status: 'ON_SALE', salesCount: i + 1 })),
+    );
+    // The last product (alone in the third statement on SQLite) has 3 left: the whole batch is refused.
+    t.is(
+      (await deduct(ids.map((productId, i) => ({ productId, quantity: i === 6 ? 4 : 1, catalogVersion: 1 }))))
+        .result,
+      'refused',
+    );
+    t.deepEqual(
+      await Promise.all(ids.map((id) => productRow(app, id))),
+      ids.map((_, i) => ({ stock: 10 - (i + 1), status: 'ON_SALE', salesCount: i + 1 })),
+      'rolled back: the first statements applied nothing',
+    );
+  },
+);

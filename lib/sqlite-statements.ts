@@ -1,0 +1,58 @@
+// Prepared statements kept per SQLite connection. knex's better-sqlite3 client prepares (parses and compiles)
+// every query it runs, and the group commit's statements are long (a 3-item cart batch's guarded UPDATE
+// names ~170 products): compiling them was a fifth of the server's CPU per order on SQLite (bench/README.md,
+// orders, issue 13, perf/cart2). A statement is reusable once it has run (better-sqlite3 resets it after
+// `run`/`all`/`get`), and SQLite re-compiles a kept statement itself when the schema changed since. Bounded
+// by entries and by the length of the SQL kept, least recently used dropped first.
+// knex sets `safeIntegers` on a statement only for a query that asks for it; none of this service's does (a
+// kept statement would carry that setting to the next query of the same text).
+
+export interface StatementCacheLimits {
+  maxEntries: number;
+  /** Total length of the SQL texts kept; a longer text than this is prepared each time, never kept. */
+  maxChars: number;
+}
+
+export const DEFAULT_STATEMENT_CACHE: StatementCacheLimits = { maxEntries: 256, maxChars: 1_000_000 };
+
+interface Preparing {
+  prepare(sql: string): unknown;
+}
+
+const caches = new WeakMap<object, () => { entries: number; chars: number }>();
+
+/** Makes `connection.prepare` return the statement it prepared before for the same text, while kept. */
+export function cachePreparedStatements(
+  connection: Preparing,
+  limits: StatementCacheLimits = DEFAULT_STATEMENT_CACHE,
+): void {
+  const prepare = connection.prepare.bind(connection);
+  const kept = new Map<string, unknown>();
+  let chars = 0;
+  connection.prepare = (sql: string) => {
+    const known = kept.get(sql);
+    if (known !== undefined) {
+      // Most recently used last: Map keeps insertion order, so the first key is the one to drop.
+      kept.delete(sql);
+      kept.set(sql, known);
+      return known;
+    }
+    const statement = prepare(sql);
+    if (sql.length <= limits.maxChars) {
+      kept.set(sql, statement);
+      chars += sql.length;
+      for (const oldest of kept.keys()) {
+        if (kept.size <= limits.maxEntries && chars <= limits.maxChars) break;
+        kept.delete(oldest);
+        chars -= oldest.length;
+      }
+    }
+    return statement;
+  };
+  caches.set(connection, () => ({ entries: kept.size, chars }));
+}
+
+/** What a connection's cache holds (tests and diagnostics); null when it has none. */
+export function statementCacheSize(connection: object): { entries: number; chars: number } | null {
+  return caches.get(connection)?.() ?? null;
+}
