@@ -1,7 +1,9 @@
 // The in-process domain event bus (emittery). Areas announce changes here instead of calling each other,
-// e.g. anything that changes a product (stock from orders, images, edits) emits `productChanged`, and the
+// e.g. anything that changes a product (stock from orders, images, edits) emits `productsChanged`, and the
 // catalog drops its cached copies. `await bus.emit(...)` resolves after every listener ran, so a response
 // sent after it never shows stale data to the client that made the change.
+// Products changed the same way at once travel as ONE event (a group-commit batch announces its products
+// together): an event costs each listener's call and emittery's promises, per event, not per product.
 import Emittery from 'emittery';
 
 /**
@@ -18,8 +20,16 @@ export type ProductChangeScope = 'stock' | 'images';
 
 export const PRODUCT_CHANGE_SCOPES: readonly ProductChangeScope[] = ['stock', 'images'];
 
+/** Products that changed, all made by one area and all touching `scope` (absent: anything). */
+export interface ProductsChanged {
+  /** Distinct ids (an event with none is never emitted). */
+  productIds: readonly number[];
+  origin?: ProductChangeOrigin;
+  scope?: ProductChangeScope;
+}
+
 export interface DomainEvents {
-  productChanged: { productId: number; origin?: ProductChangeOrigin; scope?: ProductChangeScope };
+  productsChanged: ProductsChanged;
   /** The category tree changed (`remote`: on another instance). */
   categoriesChanged: { remote?: boolean };
   /** Change events may have been missed (the cluster connection came back): drop every cached copy. */
@@ -34,18 +44,30 @@ export function createEventBus(): EventBus {
 
 /** The catalog's named hook: announce a product change and learn of others'. */
 export interface CatalogHooks {
-  /** Resolves after every listener ran (the catalog's caches are dropped). */
-  productChanged(productId: number, origin: ProductChangeOrigin, scope?: ProductChangeScope): Promise<void>;
-  onProductChanged(listener: (productId: number, origin: ProductChangeOrigin | undefined) => void): void;
+  /**
+   * Announces the products in one event (duplicates dropped; nothing when there are none). Resolves after
+   * every listener ran (the catalog's caches are dropped).
+   */
+  productsChanged(
+    productIds: Iterable<number>,
+    origin: ProductChangeOrigin,
+    scope?: ProductChangeScope,
+  ): Promise<void>;
+  onProductsChanged(
+    listener: (productIds: readonly number[], origin: ProductChangeOrigin | undefined) => void,
+  ): void;
   /** Change events may have been missed: whatever is held in memory must be re-read. */
   onCachesStale(listener: () => void): void;
 }
 
 export function createCatalogHooks(bus: EventBus): CatalogHooks {
   return {
-    productChanged: (productId, origin, scope) => bus.emit('productChanged', { productId, origin, scope }),
-    onProductChanged(listener) {
-      bus.on('productChanged', ({ productId, origin }) => listener(productId, origin));
+    async productsChanged(productIds, origin, scope) {
+      const distinct = [...new Set(productIds)];
+      if (distinct.length > 0) await bus.emit('productsChanged', { productIds: distinct, origin, scope });
+    },
+    onProductsChanged(listener) {
+      bus.on('productsChanged', ({ productIds, origin }) => listener(productIds, origin));
     },
     onCachesStale(listener) {
       bus.on('cachesStale', listener);

@@ -34,9 +34,10 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
   };
 
   const offs = [
-    bus.on('productChanged', ({ productId, origin, scope = null }) => {
+    bus.on('productsChanged', ({ productIds, origin, scope = null }) => {
       if (origin === 'remote') return;
-      pending.set(productId, pending.has(productId) ? merged(pending.get(productId)!, scope) : scope);
+      for (const productId of productIds)
+        pending.set(productId, pending.has(productId) ? merged(pending.get(productId)!, scope) : scope);
       if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
@@ -47,14 +48,17 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
     }),
     await cluster.subscribe<ProductsChanged>('productsChanged', async ({ own, payload }) => {
       if (own || !Array.isArray(payload?.productIds)) return;
+      // One event per scope present (the message's products changed in up to three ways).
+      const byScope = new Map<ProductChangeScope | undefined, number[]>();
       for (const [index, productId] of payload.productIds.entries()) {
-        if (Number.isSafeInteger(productId))
-          await bus.emit('productChanged', {
-            productId,
-            origin: 'remote',
-            scope: scopeOf(payload.scopes?.[index]),
-          });
+        if (!Number.isSafeInteger(productId)) continue;
+        const scope = scopeOf(payload.scopes?.[index]);
+        const ids = byScope.get(scope);
+        if (ids) ids.push(productId);
+        else byScope.set(scope, [productId]);
       }
+      for (const [scope, productIds] of byScope)
+        await bus.emit('productsChanged', { productIds, origin: 'remote', scope });
     }),
     await cluster.subscribe('categoriesChanged', async ({ own }) => {
       if (!own) await bus.emit('categoriesChanged', { remote: true });

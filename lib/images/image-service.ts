@@ -188,7 +188,7 @@ export function createImageService({ config, db, logger, events, quotas }: Image
         { productId, count: files.length },
         `Stored ${files.length} image(s) for product ${productId}`,
       );
-      await events.emit('productChanged', { productId, origin: 'images', scope: 'images' });
+      await events.emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' });
       return images;
     },
 
@@ -204,7 +204,7 @@ export function createImageService({ config, db, logger, events, quotas }: Image
       );
       // After the commit: a crash here leaves an orphan file, never a row pointing at a missing file.
       if (STORED_NAME.test(storedName)) await removeQuietly([path.join(productDir(productId), storedName)]);
-      await events.emit('productChanged', { productId, origin: 'images', scope: 'images' });
+      await events.emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' });
     },
 
     /**

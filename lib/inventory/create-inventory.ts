@@ -38,10 +38,9 @@ export interface ShardHooks {
 }
 
 export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardHooks> {
-  const announce: AnnounceChanges = async (productIds, scope) => {
-    for (const productId of new Set(productIds))
-      await deps.catalog.productChanged(productId, 'inventory', scope);
-  };
+  // One event for all the products (a batch's), not one per product.
+  const announce: AnnounceChanges = (productIds, scope) =>
+    deps.catalog.productsChanged(productIds, 'inventory', scope);
 
   if (deps.config.inventoryMode === 'transactional')
     return createTransactionalInventory({
@@ -59,8 +58,8 @@ export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardH
     onPlaced: deps.onPlaced,
   });
   // A product edited elsewhere (name, price, status, stock): its actor re-reads before deciding again.
-  deps.catalog.onProductChanged((productId, origin) => {
-    if (origin !== 'inventory') inventory.registry.reload(productId);
+  deps.catalog.onProductsChanged((productIds, origin) => {
+    if (origin !== 'inventory') for (const productId of productIds) inventory.registry.reload(productId);
   });
   deps.catalog.onCachesStale(() => inventory.registry.reloadAll());
   if (!deps.cluster) return inventory;

@@ -8,7 +8,7 @@
 // A page loaded while a product it shows changed may hold the old state: it is served to the requests that
 // were waiting for it, never stored (each page knows when its load started; each narrow change is stamped).
 // A change finds its pages through an index (product -> page keys, and the keys of the pages following stock),
-// not by reading every page: an order batch announces each product it changed.
+// not by reading every page: an order batch announces the products it changed (one call for them all).
 import { createCache, type CacheObserver } from '../cache';
 import { cachedDocument, type CachedDocument } from '../cached-document';
 import type { ProductChangeScope } from '../events';
@@ -84,6 +84,29 @@ export function createListPages(options: {
     indexed = 0;
   };
 
+  /** One product changed in `scope` (the same steps for each product of a call, as if each were its own call). */
+  function changedOne(productId: number, scope: ProductChangeScope): void {
+    if (changedAt.size >= MAX_TRACKED || indexed >= MAX_TRACKED) {
+      flush();
+      return;
+    }
+    clock += 1;
+    changedAt.set(productId, clock);
+    const showing = pagesShowing.get(productId);
+    if (showing) {
+      pagesShowing.delete(productId);
+      indexed -= showing.size;
+      cache.del([...showing]);
+    }
+    if (scope === 'stock') {
+      stockChangedAt = clock;
+      if (followingStock.size > 0) {
+        cache.del([...followingStock]);
+        followingStock.clear();
+      }
+    }
+  }
+
   return {
     /** The page under `key`, loaded once for all concurrent callers when not held. */
     async get(
@@ -110,27 +133,12 @@ export function createListPages(options: {
       return page.document;
     },
 
-    /** A product changed: `scope` says what, when narrower than anything. */
-    changed(productId: number, scope: ProductChangeScope | undefined): void {
-      if (scope === undefined || changedAt.size >= MAX_TRACKED || indexed >= MAX_TRACKED) {
-        flush();
-        return;
-      }
-      clock += 1;
-      changedAt.set(productId, clock);
-      const showing = pagesShowing.get(productId);
-      if (showing) {
-        pagesShowing.delete(productId);
-        indexed -= showing.size;
-        cache.del([...showing]);
-      }
-      if (scope === 'stock') {
-        stockChangedAt = clock;
-        if (followingStock.size > 0) {
-          cache.del([...followingStock]);
-          followingStock.clear();
-        }
-      }
+    /** Products changed, all the same way: `scope` says what, when narrower than anything. */
+    changed(productIds: readonly number[], scope: ProductChangeScope | undefined): void {
+      if (productIds.length === 0) return;
+      // Anything may have changed: no page can be trusted, whichever products it shows.
+      if (scope === undefined) flush();
+      else for (const productId of productIds) changedOne(productId, scope);
     },
 
     flush,

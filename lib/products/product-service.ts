@@ -1,6 +1,7 @@
 // Products: create/edit/delete by the owning seller, the cached detail, the offset, cursor and popular
-// lists. Every change is announced on the event bus (`productChanged`); this service listens to the
-// same event (orders and images emit it too) and drops its cached copies before the writer responds.
+// lists. Every change is announced on the event bus (`productsChanged`); this service listens to the
+// same event (orders and images emit it too, an order batch once for all its products) and drops its
+// cached copies before the writer responds.
 import type { AuthMember } from '../auth/tokens';
 import type { Db } from '../db';
 import { centsToDecimal, toCents } from '../db';
@@ -111,12 +112,12 @@ export function createProductService(deps: ProductServiceDeps) {
     observer: deps.cacheObserver,
   });
 
-  events.on('productChanged', ({ productId, scope }) => {
-    detailCache.del(String(productId));
+  events.on('productsChanged', ({ productIds, scope }) => {
+    for (const productId of productIds) detailCache.del(String(productId));
     popularCache.flush();
     if (scope === undefined) countCache.flush();
     if (scope === undefined || scope === 'stock') statusCountCache.flush();
-    listPages.changed(productId, scope);
+    listPages.changed(productIds, scope);
   });
   events.on('cachesStale', () => {
     detailCache.flush();
@@ -149,7 +150,7 @@ export function createProductService(deps: ProductServiceDeps) {
   }
 
   async function changed(productId: number): Promise<ProductJson> {
-    await events.emit('productChanged', { productId, origin: 'catalog' });
+    await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
     const json = await loadOne(productId);
     if (!json || json.status === 'DELETED') throw notFound(productId);
     return json;
@@ -235,7 +236,7 @@ export function createProductService(deps: ProductServiceDeps) {
     async remove(seller: AuthMember, productId: number): Promise<void> {
       await assertOwnedLive(seller, productId);
       if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
-      await events.emit('productChanged', { productId, origin: 'catalog' });
+      await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
     },
 
     list,

@@ -234,8 +234,8 @@ natsTest(
       const [owner, other] = world.apps;
       const productId = await productOwnedBy(world, owner);
       const heard: Array<{ productId: number; origin?: string; scope?: string }> = [];
-      const off = other.bundle.services.events.on('productChanged', (event) => {
-        if (event.productId === productId) heard.push(event);
+      const off = other.bundle.services.events.on('productsChanged', ({ productIds, origin, scope }) => {
+        if (productIds.includes(productId)) heard.push({ productId, origin, scope });
       });
       try {
         const showsIt = `/api/v1/products?sellerId=${world.seller.id}&size=100`;
@@ -272,6 +272,47 @@ natsTest(
           () => 'the other instance did not hear the edit',
         );
         t.deepEqual(heard[1], { productId, origin: 'remote', scope: undefined });
+      } finally {
+        off();
+      }
+    }),
+);
+
+natsTest(
+  "one tick's announcements travel as one message and arrive as one event per scope, each product's scope kept",
+  (t) =>
+    withWorld(t, async (world) => {
+      const [first, other] = world.apps;
+      // Ids no product has: only the events are looked at.
+      const base = 2_000_000_000 + Math.floor(Math.random() * 1_000_000);
+      const [edited, imaged, sold, both] = [base, base + 1, base + 2, base + 3];
+      const heard: Array<{ productIds: number[]; origin?: string; scope?: string }> = [];
+      const off = other.bundle.services.events.on('productsChanged', ({ productIds, origin, scope }) => {
+        if (productIds.some((id) => id >= base && id <= both))
+          heard.push({ productIds: [...productIds], origin, scope });
+      });
+      try {
+        const bus = first.bundle.services.events;
+        // In one tick: the bridge sends them in one message (lib/cluster/app-events.ts).
+        await Promise.all([
+          bus.emit('productsChanged', { productIds: [edited], origin: 'catalog' }),
+          bus.emit('productsChanged', { productIds: [imaged, both], origin: 'images', scope: 'images' }),
+          bus.emit('productsChanged', { productIds: [sold, both], origin: 'inventory', scope: 'stock' }),
+        ]);
+        await until(
+          () => heard.length >= 3,
+          1000,
+          () => `the other instance heard ${JSON.stringify(heard)}`,
+        );
+        // `both` changed in two ways in the tick: anything may have changed.
+        t.deepEqual(
+          heard.sort((a, b) => String(a.scope).localeCompare(String(b.scope))),
+          [
+            { productIds: [imaged], origin: 'remote', scope: 'images' },
+            { productIds: [sold], origin: 'remote', scope: 'stock' },
+            { productIds: [edited, both], origin: 'remote', scope: undefined },
+          ],
+        );
       } finally {
         off();
       }

@@ -468,19 +468,31 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
     t.is((await app.request('GET', '/api/v1/notifications?page=-1', { token: buyer.token })).status, 400);
   });
 
-  test('every stock change is announced on the event bus after commit', async (t) => {
+  test('every stock change is announced on the event bus after commit, its products in one event', async (t) => {
     const { buyer, product } = await world(app);
     const p = await product();
-    const seen: number[] = [];
-    const off = app.bundle.services.events.on('productChanged', ({ productId }) => {
-      seen.push(productId);
+    const q = await product();
+    const seen: Array<{ productIds: number[]; scope?: string }> = [];
+    const off = app.bundle.services.events.on('productsChanged', ({ productIds, scope }) => {
+      // Other tests' orders may share the batch: only these two products are looked at.
+      const ours = productIds.filter((id) => id === p || id === q);
+      if (ours.length > 0) seen.push({ productIds: ours, scope });
     });
     try {
-      const order = (await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }])).body.orders[0];
-      t.true(seen.includes(p));
+      const placed = await placeOrder(app, buyer.token, [
+        { productId: p, quantity: 1 },
+        { productId: q, quantity: 2 },
+      ]);
+      t.is(placed.status, 201, placed.text);
+      // One event for the commit's products (a group commit's batch announces them together), scoped to stock.
+      t.is(seen.length, 1);
+      t.deepEqual(seen, [{ productIds: [p, q].sort((a, b) => a - b), scope: 'stock' }]);
       seen.length = 0;
-      await app.request('POST', `/api/v1/orders/${order.id}/cancel`, { token: buyer.token });
-      t.true(seen.includes(p));
+      const cancelled = await app.request('POST', `/api/v1/orders/${placed.body.orders[0].id}/cancel`, {
+        token: buyer.token,
+      });
+      t.is(cancelled.status, 200, cancelled.text);
+      t.deepEqual(seen, [{ productIds: [p, q].sort((a, b) => a - b), scope: 'stock' }]);
     } finally {
       off();
     }

@@ -24,7 +24,7 @@ test('a stock change drops the pages showing the product and those following sto
   await get('images only', [4]);
   t.deepEqual(loads.splice(0), ['shows 1', 'shows 3', 'status filter', 'images only']);
 
-  listPages.changed(1, 'stock');
+  listPages.changed([1], 'stock');
   for (const [key, ids, follows] of [
     ['shows 1', [1, 2], false],
     ['shows 3', [3], false],
@@ -34,23 +34,53 @@ test('a stock change drops the pages showing the product and those following sto
     await get(key, [...ids], follows);
   t.deepEqual(loads.splice(0), ['shows 1', 'status filter']);
 
-  listPages.changed(4, 'images');
+  listPages.changed([4], 'images');
   await get('status filter', [3], true);
   await get('images only', [4]);
   t.deepEqual(loads.splice(0), ['images only'], 'an image change does not touch the pages following stock');
 
-  listPages.changed(99, undefined);
+  listPages.changed([99], undefined);
   await get('shows 3', [3]);
   t.deepEqual(loads.splice(0), ['shows 3'], 'a change of unknown scope drops every page');
+});
+
+test('several products changed in one call: each drops its pages, as one call per product would', async (t) => {
+  const { listPages, loads, get } = pages();
+  await get('shows 1', [1]);
+  await get('shows 2', [2]);
+  await get('shows 3', [3]);
+  await get('status filter', [4], true);
+  t.deepEqual(loads.splice(0), ['shows 1', 'shows 2', 'shows 3', 'status filter']);
+
+  listPages.changed([1, 3], 'stock');
+  await get('shows 1', [1]);
+  await get('shows 2', [2]);
+  await get('shows 3', [3]);
+  await get('status filter', [4], true);
+  t.deepEqual(loads.splice(0), ['shows 1', 'shows 3', 'status filter']);
+
+  listPages.changed([2, 4], 'images');
+  await get('shows 1', [1]);
+  await get('shows 2', [2]);
+  await get('status filter', [4], true);
+  t.deepEqual(
+    loads.splice(0),
+    ['shows 2', 'status filter'],
+    'an image change drops only the pages showing them',
+  );
+
+  listPages.changed([], undefined);
+  await get('shows 1', [1]);
+  t.deepEqual(loads.splice(0), [], 'no product, nothing dropped');
 });
 
 test('a stored page stops being current (the memo stops replaying it) once dropped', async (t) => {
   const { listPages, get } = pages();
   const document = await get('shows 1', [1]);
   t.true(document.current!());
-  listPages.changed(2, 'stock');
+  listPages.changed([2], 'stock');
   t.true(document.current!(), 'another product’s stock change leaves it');
-  listPages.changed(1, 'stock');
+  listPages.changed([1], 'stock');
   t.false(document.current!());
 });
 
@@ -72,7 +102,7 @@ test('a page loaded while a product it shows changed answers its callers but is 
   const first = slowLoad([1, 2]);
   const pending = listPages.get('page', false, first.load);
   await Promise.resolve();
-  listPages.changed(1, 'stock');
+  listPages.changed([1], 'stock');
   first.finish();
   t.is(JSON.parse((await pending).json).loads, 1);
   const again = slowLoad([1, 2]);
@@ -86,7 +116,7 @@ test('a page loaded while a product it shows changed answers its callers but is 
   const third = slowLoad([5]);
   const kept = listPages.get('kept', false, third.load);
   await Promise.resolve();
-  listPages.changed(6, 'stock');
+  listPages.changed([6], 'stock');
   third.finish();
   await kept;
   const before = loads;
@@ -97,7 +127,7 @@ test('a page loaded while a product it shows changed answers its callers but is 
   const fourth = slowLoad([5]);
   const follows = listPages.get('follows', true, fourth.load);
   await Promise.resolve();
-  listPages.changed(8, 'stock');
+  listPages.changed([8], 'stock');
   fourth.finish();
   await follows;
   const fifth = slowLoad([5]);
@@ -122,10 +152,10 @@ test('the index is bounded: past MAX_TRACKED (product, page) pairs a narrow chan
   loads.length = 0;
   await get('kept', [1]);
   t.deepEqual(loads, [], 'held before');
-  listPages.changed(5, 'images'); // a product no page shows
+  listPages.changed([5], 'images'); // a product no page shows
   await get('kept', [1]);
   t.deepEqual(loads, ['kept'], 'every page was dropped, and the index with them');
-  listPages.changed(6, 'images');
+  listPages.changed([6], 'images');
   await get('kept', [1]);
   t.deepEqual(loads, ['kept'], 'below the bound again: narrow');
 });

@@ -493,12 +493,14 @@ test.serial('delete of an image of another product is 404 and deletes nothing', 
   t.is((await imageRows(app, productA)).length, 1);
 });
 
-test.serial('upload and delete announce productChanged for the product, scoped to its images', async (t) => {
+test.serial('upload and delete announce productsChanged for the product, scoped to its images', async (t) => {
   const productId = await createProduct(app, seller.id);
   const seen: number[] = [];
-  const off = app.bundle.services.events.on('productChanged', ({ productId: id, scope }) => {
-    if (id === productId) seen.push(id);
-    if (id === productId) t.is(scope, 'images');
+  const off = app.bundle.services.events.on('productsChanged', ({ productIds, scope }) => {
+    if (!productIds.includes(productId)) return;
+    t.deepEqual(productIds, [productId]);
+    seen.push(productId);
+    t.is(scope, 'images');
   });
   try {
     const up = await upload(app, productId, seller.token, [{ name: 'p.png', data: imageBytes('png') }]);

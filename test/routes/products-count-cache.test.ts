@@ -61,7 +61,7 @@ test.serial('a product created, sold out or deleted through the API is counted a
 
 test.serial('counts depend on what the viewer may see: a seller counts their own drafts', async (t) => {
   await createProduct(app, seller.id, { categoryId, status: 'DRAFT' });
-  await app.bundle.services.events.emit('productChanged', { productId: 0 });
+  await app.bundle.services.events.emit('productsChanged', { productIds: [0] });
   const anonymous = await app.request('GET', `/api/v1/products?categoryId=${categoryId}`);
   const own = await app.request('GET', `/api/v1/products?categoryId=${categoryId}`, { token: seller.token });
   t.is(anonymous.body.totalElements, 30);

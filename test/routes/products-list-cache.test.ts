@@ -278,7 +278,7 @@ test.serial(
 );
 
 test.serial(
-  'a change from another instance (remote productChanged) or cachesStale ends every cached page',
+  'a change from another instance (remote productsChanged) or cachesStale ends every cached page',
   async (t) => {
     const categoryId = await createCategory(app);
     const path = `/api/v1/products?categoryId=${categoryId}`;
@@ -288,7 +288,7 @@ test.serial(
     const second = await createProduct(app, seller.id, { categoryId });
     t.deepEqual(ids(await app.request('GET', path)), [first]);
     // ... until the change is announced, as lib/cluster/app-events.ts does for another instance's write.
-    await app.bundle.services.events.emit('productChanged', { productId: second, origin: 'remote' });
+    await app.bundle.services.events.emit('productsChanged', { productIds: [second], origin: 'remote' });
     t.deepEqual(ids(await app.request('GET', path)), [second, first]);
 
     const third = await createProduct(app, seller.id, { categoryId, createdAt: new Date(Date.now() + 1000) });

@@ -38,7 +38,7 @@ const countPopularQueries = () => watchQueries(app.db, (q) => /order by `sales_c
 test.serial(
   'a cold cache under 100 concurrent requests reaches the database once; all get the same body',
   async (t) => {
-    await app.bundle.services.events.emit('productChanged', { productId: onSale[0].id }); // make sure it is cold
+    await app.bundle.services.events.emit('productsChanged', { productIds: [onSale[0].id] }); // make sure it is cold
     const counter = countPopularQueries();
     try {
       const results = await Promise.all(
@@ -88,13 +88,13 @@ test.serial('a repeated limit (limit=1&limit=2) is 400 VALIDATION_ERROR naming q
   }
 });
 
-test.serial('a product change (productChanged) drops the cached list at once', async (t) => {
+test.serial('a product change (productsChanged) drops the cached list at once', async (t) => {
   const before = await app.request('GET', '/api/v1/products/popular?limit=3');
   const target = onSale.find((p) => !before.body.some((b: { id: number }) => b.id === p.id))!;
   await app.db('products').where({ id: target.id }).update({ sales_count: 500 });
   const stale = await app.request('GET', '/api/v1/products/popular?limit=3');
   t.deepEqual(stale.body, before.body, 'cached: the direct write was not announced');
-  await app.bundle.services.events.emit('productChanged', { productId: target.id });
+  await app.bundle.services.events.emit('productsChanged', { productIds: [target.id] });
   const fresh = await app.request('GET', '/api/v1/products/popular?limit=3');
   t.is(fresh.body[0].id, target.id);
   t.is(fresh.body[0].salesCount, 500);

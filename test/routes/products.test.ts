@@ -301,12 +301,12 @@ test('detail HTTP caching: public, no-cache (always revalidated) with an ETag, 3
   t.not(changed.headers.get('etag'), etag);
 });
 
-test('productChanged from another area (e.g. an order taking stock) drops the cached detail before the emitter goes on', async (t) => {
+test('productsChanged from another area (e.g. an order taking stock) drops the cached detail before the emitter goes on', async (t) => {
   const id = await createProduct(app, seller.id, { categoryId, stockQuantity: 5 });
   t.is((await get(id)).body.stockQuantity, 5);
   await app.db('products').where({ id }).update({ stock_quantity: 0, status: 'SOLD_OUT', sales_count: 5 });
   t.is((await get(id)).body.stockQuantity, 5, 'still the cached copy: nobody announced the change');
-  await app.bundle.services.events.emit('productChanged', { productId: id });
+  await app.bundle.services.events.emit('productsChanged', { productIds: [id] });
   t.like((await get(id)).body, { stockQuantity: 0, status: 'SOLD_OUT', salesCount: 5 });
 });
 
