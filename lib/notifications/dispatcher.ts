@@ -23,6 +23,13 @@ export interface DispatcherOptions {
   maxBackoffMs?: number;
   /** Safety net for rows another process left behind (crash) while this one runs. */
   sweepIntervalMs?: number;
+  /**
+   * While commits keep kicking it (load), the pause between one delivery run and the next, so the outbox fills
+   * and one transaction delivers many orders' rows. A kick while idle delivers at once.
+   */
+  pauseMs?: number;
+  /** How a pause is waited (tests hold it); a timer by default. */
+  pause?: (ms: number) => Promise<void>;
 }
 
 export interface PendingRow {
@@ -75,9 +82,12 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   const base = options.baseBackoffMs ?? 200;
   const max = options.maxBackoffMs ?? 60_000;
   const sweepEvery = options.sweepIntervalMs ?? 5_000;
+  const pauseMs = options.pauseMs ?? 100;
+  const pause = options.pause ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const events = new Emittery<DispatcherEvents>();
 
   let running: Promise<void> | null = null;
+  let endPause: (() => void) | null = null;
   let again = false;
   let stopped = true;
   let retryTimer: NodeJS.Timeout | null = null;
@@ -156,6 +166,12 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
         log.warn({ err }, 'Reading the outbox failed; retrying');
         scheduleRetry(backoffMs(1, base, max));
       }
+      // Kicked meanwhile: more rows are coming (under load, with every commit), so let them gather; a stop()
+      // ends the pause at once.
+      if (again && !stopped && pauseMs > 0) {
+        await Promise.race([pause(pauseMs), new Promise<void>((resolve) => (endPause = resolve))]);
+        endPause = null;
+      }
     } while (again);
   }
 
@@ -192,14 +208,15 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     },
     /** Delivers what is due now, then stops the timers. */
     async stop(): Promise<void> {
+      const wasStarted = !stopped;
+      // From here on no kick starts a run, no retry is scheduled and no run pauses (a pause under way ends).
+      stopped = true;
+      endPause?.();
       if (sweepTimer) clearInterval(sweepTimer);
       if (retryTimer) clearTimeout(retryTimer);
       sweepTimer = retryTimer = null;
       if (running) await running;
-      if (!stopped) {
-        stopped = true;
-        await drain();
-      }
+      if (wasStarted) await drain();
     },
     /** Resolves when no delivery run is in flight (tests). */
     async idle(): Promise<void> {

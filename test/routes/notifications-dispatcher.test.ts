@@ -63,22 +63,33 @@ test.serial(
     try {
       const id = await outboxRow(seller.id, 4242, 'req-retry-1');
       const failures: number[] = [];
+      let firstFailureAt = 0;
       dispatcher.events.on('failed', ({ outboxIds }) => {
+        if (outboxIds.includes(id) && firstFailureAt === 0) firstFailureAt = Date.now();
         failures.push(...outboxIds);
+      });
+      const delivered: number[] = [];
+      dispatcher.events.on('delivered', ({ outboxIds }) => {
+        delivered.push(...outboxIds);
       });
       dispatcher.start();
       await eventually(async () => failures.filter((f) => f === id).length >= 2, 5000);
       const row = await app.db('notification_outbox').where('id', id).first();
-      t.true(row.attempts >= 2);
+      t.true(row.attempts >= 2, `attempts ${row.attempts}`);
       t.is(row.delivered_at, null);
       t.truthy(row.last_error);
-      t.true(new Date(row.next_attempt_at).getTime() > Date.now() - 1000);
+      // Rescheduled by the backoff: the second failure (after the first was reported) put it >= 200 ms ahead.
+      t.true(
+        new Date(row.next_attempt_at).getTime() >= firstFailureAt + 200,
+        `next_attempt_at ${new Date(row.next_attempt_at).toISOString()}, first failure ${new Date(firstFailureAt).toISOString()}`,
+      );
       await app.db.schema.renameTable('notifications_away', 'notifications');
       restored = true;
-      await eventually(
-        async () => (await app.db('notification_outbox').where('id', id).first()).delivered_at !== null,
-        5000,
-      );
+      // 'delivered' is emitted after the commit and the log line; MariaDB shows the committed row to other
+      // connections before the dispatcher has its COMMIT reply, so the row alone says nothing about the log.
+      await eventually(async () => delivered.includes(id), 5000);
+      const after = await app.db('notification_outbox').where('id', id).first();
+      t.not(after.delivered_at, null);
       const notes = await app.db('notifications').where('outbox_id', id);
       t.is(notes.length, 1);
       t.is(notes[0].member_id, seller.id);
@@ -86,6 +97,7 @@ test.serial(
         logs.lines.some((line) =>
           line.includes('[req-retry-1] [NotificationDispatcher] Delivered OrderCreated for order 4242'),
         ),
+        logs.lines.join('\n'),
       );
     } finally {
       if (!restored) await app.db.schema.renameTable('notifications_away', 'notifications');
@@ -136,3 +148,87 @@ test.serial(
     t.is(api.body.totalElements, 3);
   },
 );
+
+test.serial(
+  'kicks during a delivery run wait for one pause before the next run (the outbox fills); a lone kick delivers at once',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const quiet = createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+    const pauses: number[] = [];
+    let endPause!: () => void;
+    const paused = new Promise<void>((resolve) => (endPause = resolve));
+    const dispatcher = createNotificationDispatcher({
+      db: app.db,
+      logger: quiet,
+      pauseMs: 40,
+      pause: (ms) => {
+        pauses.push(ms);
+        return paused;
+      },
+    });
+    const first = await outboxRow(seller.id, 5001, 'pause-1');
+    let second = 0;
+    const delivered: number[][] = [];
+    dispatcher.events.on('delivered', async ({ outboxIds }) => {
+      delivered.push(outboxIds);
+      if (delivered.length === 1) {
+        t.deepEqual(pauses, [], 'the first kick delivered without a pause');
+        // An order committed while this run delivers: it kicks the running dispatcher.
+        second = await outboxRow(seller.id, 5002, 'pause-2');
+        dispatcher.kick();
+      }
+    });
+    try {
+      dispatcher.start();
+      await eventually(async () => pauses.length === 1, 5000);
+      t.deepEqual(pauses, [40]);
+      t.true(delivered[0].includes(first));
+      const waiting = await app.db('notification_outbox').where('id', second).first();
+      t.is(waiting.delivered_at, null, 'nothing is delivered during the pause');
+      t.is(delivered.length, 1);
+      endPause();
+      await eventually(async () => delivered.length === 2, 5000);
+      t.true(delivered[1].includes(second));
+    } finally {
+      endPause();
+      await dispatcher.stop();
+    }
+  },
+);
+
+test.serial('stop() during a pause ends it at once and still delivers what is due', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const quiet = createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+  let paused = 0;
+  const dispatcher = createNotificationDispatcher({
+    db: app.db,
+    logger: quiet,
+    pauseMs: 40,
+    // A pause that never ends by itself: only stop() can end it.
+    pause: () => {
+      paused += 1;
+      return new Promise<void>(() => undefined);
+    },
+  });
+  const first = await outboxRow(seller.id, 5101, 'stop-1');
+  let second = 0;
+  const delivered: number[] = [];
+  dispatcher.events.on('delivered', async ({ outboxIds }) => {
+    delivered.push(...outboxIds);
+    if (second === 0) {
+      second = await outboxRow(seller.id, 5102, 'stop-2');
+      dispatcher.kick();
+    }
+  });
+  dispatcher.start();
+  await eventually(async () => paused === 1, 5000);
+  t.true(delivered.includes(first));
+  t.false(delivered.includes(second), 'the kicked run waits for the pause');
+  const stopped = await Promise.race([
+    dispatcher.stop().then(() => 'stopped'),
+    new Promise((resolve) => setTimeout(() => resolve('still paused after 3 s'), 3000)),
+  ]);
+  t.is(stopped, 'stopped');
+  t.true(delivered.includes(second), 'what was due is delivered before stop() resolves');
+  t.is(paused, 1);
+});
