@@ -3,11 +3,13 @@
 // IDEMPOTENCY_KEY_REUSED. The key row is claimed BEFORE the work (a unique index on buyer+key), and the
 // successful response is stored in the same transaction as the orders. A failed attempt frees the key.
 //
-// A claim belongs to one process (`owner_id`) and lives as long as its lease (`lease_until`), which the
-// owner renews while its request runs. A duplicate never takes a claim over by age: only when the lease
-// ran out (the owner died, or lost the database for longer than a lease), with a compare-and-set in SQL,
-// so any number of instances on one database agree on one owner. The orders' transaction re-checks the
-// ownership (the fence in order-repository.ts), so an owner that lost its claim cannot commit a second order.
+// A claim belongs to one request (`owner_id`: this process and a sequence number, new at every claim and
+// takeover, so two requests of one process are told apart too) and lives as long as its lease (`lease_until`),
+// which the owner renews while its request runs. A duplicate never takes a claim over by age: only when the
+// lease ran out (the owner died, stalled, or lost the database for longer than a lease), with a compare-and-set
+// in SQL, so any number of requests on any number of instances agree on one owner. The orders' transaction
+// re-checks the ownership (the fence in order-repository.ts), so an owner that lost its claim cannot commit a
+// second order, and its release cannot free the claim of the request that took it over.
 import crypto from 'node:crypto';
 import type { Db } from '../db';
 import { affectedRows, isUniqueViolation } from '../db';
@@ -69,12 +71,14 @@ export interface IdempotencyStoreDeps {
 
 export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: IdempotencyStoreDeps) {
   const log = logger.child({ component: 'Idempotency' });
-  /** This process, as the owner of its claims. */
-  const owner = `${process.pid}-${crypto.randomBytes(8).toString('hex')}`;
+  /** This process; each claim's owner adds a sequence number to it. */
+  const processTag = `${process.pid}-${crypto.randomBytes(8).toString('hex')}`;
+  let claims = 0;
+  const nextOwner = () => `${processTag}-${(claims += 1)}`;
   const retryAfterSeconds = Math.max(1, Math.ceil(leaseMs / 1000));
 
   /** Renews the claim's lease until `end()` (or until the claim is answered or lost). */
-  function hold(id: number): HeldClaim {
+  function hold(id: number, owner: string): HeldClaim {
     let ended = false;
     let timer: NodeJS.Timeout | undefined;
     const renew = async () => {
@@ -105,14 +109,13 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
   }
 
   return {
-    owner,
-
     /** Claims `key` for this request, or returns the stored response of the first request with it. */
     async claim(buyerId: number, key: string, body: unknown): Promise<IdempotencyClaim> {
       const hash = requestHash(body);
       const deadline = Date.now() + waitMs;
       for (;;) {
         const now = new Date();
+        const owner = nextOwner();
         try {
           const [id] = await db('idempotency_keys').insert({
             buyer_id: buyerId,
@@ -125,7 +128,7 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
             owner_id: owner,
             lease_until: new Date(now.getTime() + leaseMs),
           });
-          return hold(Number(id));
+          return hold(Number(id), owner);
         } catch (err) {
           if (!isUniqueViolation(err)) throw err;
         }
@@ -160,7 +163,7 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
           );
           if (taken === 1) {
             log.info({ claimId: row.id }, 'Took over an idempotency claim whose owner is gone');
-            return hold(row.id);
+            return hold(row.id, owner);
           }
           continue;
         }
@@ -174,7 +177,7 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
       return deleteInBatches(db, 'idempotency_keys', (q) => q.where('expires_at', '<', now));
     },
 
-    /** Frees a claim whose request failed (its response was never stored), unless another process took it. */
+    /** Frees a claim whose request failed (its response was never stored), unless another request took it. */
     async release(claim: HeldClaim): Promise<void> {
       claim.end();
       await db('idempotency_keys')

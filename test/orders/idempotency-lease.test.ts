@@ -4,8 +4,10 @@
 // test can hold the product's row lock so the first request waits inside its transaction. Serial: a
 // held group commit delays every order of this process, which would skew the other tests' timings.
 import test from 'ava';
-import { requestHash } from '../../lib/orders/idempotency';
-import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
+import { createLogger } from '../../lib/logger';
+import { createIdempotencyStore, requestHash, type HeldClaim } from '../../lib/orders/idempotency';
+import { createOrderWriter } from '../../lib/orders/order-writer';
+import { DB_KIND, LogCollector, startTestApp, type TestApp } from '../helpers/harness';
 import { orderBody, placeOrder, productRow, world } from './order-fixtures';
 
 const LEASE_MS = 400;
@@ -195,5 +197,65 @@ test.serial(
     t.deepEqual(replay.body, answered.body);
     t.is(await ordersOf(buyer.id), 1);
     t.deepEqual(await productRow(app, p), { stock: 4, status: 'ON_SALE', salesCount: 1 });
+  },
+);
+
+test.serial(
+  'two requests of one process: the one that took over a lapsed claim places the only order; the stalled one is fenced off and cannot free it',
+  async (t) => {
+    const { buyer, product } = await world(app);
+    const p = await product({ stockQuantity: 5 });
+    const items = [{ productId: p, quantity: 1 }];
+    const body = orderBody(items);
+    const key = `same-process-${p}`;
+    const store = createIdempotencyStore({
+      db: app.db,
+      logger: createLogger({ level: 'fatal', format: 'line', out: new LogCollector() }),
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_MS,
+    });
+    const stalled = (await store.claim(buyer.id, key, body)) as HeldClaim;
+    t.is(stalled.kind, 'claimed');
+    // It stalls (no renewals) past its lease; a retry of the same request reaches the same process.
+    stalled.end();
+    await app
+      .db('idempotency_keys')
+      .where('id', stalled.id)
+      .update({ lease_until: new Date(Date.now() - 1000) });
+    const retry = (await store.claim(buyer.id, key, body)) as HeldClaim;
+    try {
+      t.is(retry.kind, 'claimed');
+      t.is(retry.id, stalled.id, 'the same row, taken over');
+      t.not(retry.owner, stalled.owner);
+      // The stalled request gives up: its release must leave the retry's claim alone.
+      await store.release(stalled);
+      const row = await app.db('idempotency_keys').where('id', retry.id).first();
+      t.is(row?.owner_id, retry.owner);
+      // Both reach the group commit in one tick (one batch): only the claim's current owner may write.
+      const place = (claim: HeldClaim) =>
+        app.bundle.services.inventory.place(
+          {
+            items,
+            details: {
+              buyerId: buyer.id,
+              address: body.shippingAddress,
+              idempotencyKeyId: claim.id,
+              idempotencyOwner: claim.owner,
+            },
+          },
+          createOrderWriter(),
+        );
+      const [fromStalled, fromRetry] = await Promise.allSettled([place(stalled), place(retry)]);
+      t.is(fromRetry.status, 'fulfilled');
+      t.is(fromStalled.status, 'rejected');
+      t.like((fromStalled as PromiseRejectedResult).reason, {
+        status: 409,
+        code: 'IDEMPOTENCY_KEY_IN_PROGRESS',
+      });
+      t.is(await ordersOf(buyer.id), 1);
+      t.deepEqual(await productRow(app, p), { stock: 4, status: 'ON_SALE', salesCount: 1 });
+    } finally {
+      retry.end();
+    }
   },
 );
