@@ -315,11 +315,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
 
-  // Renewals must fit at least twice into a lease's life, or one slow renewal would lose every shard.
-  if (v.CLUSTER_RENEW_MS * 2 > v.CLUSTER_LEASE_TTL_MS) {
+  // A lease is trusted for its TTL less one renewal period (lib/cluster/lease-table.ts); renewals must fit at
+  // least twice into that, or a renewal a little late (timers always are) would lose every shard.
+  if (v.CLUSTER_RENEW_MS * 3 > v.CLUSTER_LEASE_TTL_MS) {
     throw new ConfigError(
       'CLUSTER_RENEW_MS',
-      'Invalid configuration: CLUSTER_RENEW_MS must be at most half of CLUSTER_LEASE_TTL_MS',
+      'Invalid configuration: CLUSTER_RENEW_MS must be at most a third of CLUSTER_LEASE_TTL_MS',
     );
   }
 

@@ -215,9 +215,18 @@ export function createForwarder(deps: ForwarderDeps) {
     return fromWireError(wire);
   }
 
+  /** Runs a request of a shard this instance owns; tracked like a forwarded one, so close(shard) waits for it. */
   async function runInPlace(shard: number, productId: number, payload: unknown): Promise<unknown> {
     if (!handler) throw unavailable('This instance is not serving yet');
-    return jsonCopy(await handler({ productId, shard, payload, origin: instanceId }));
+    const work = handler({ productId, shard, payload, origin: instanceId });
+    track(
+      [shard],
+      work.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    return jsonCopy(await work);
   }
 
   /** Sends one batch on its shard's subject and settles each of its requests; never throws. */

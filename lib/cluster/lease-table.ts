@@ -24,7 +24,7 @@ export interface LeaseTableOptions {
   ttlMs: number;
   renewMs: number;
   logger: Logger;
-  /** Called once per lease this table loses without being asked to release it. */
+  /** Called once per lease this table loses without being asked to release it (not awaited by the renewals). */
   onLost(key: string, reason: string): Promise<void> | void;
   now?: () => number;
 }
@@ -46,10 +46,26 @@ export function createLeaseTable(options: LeaseTableOptions) {
     return now() < lease.writtenAt + ttlMs - renewMs;
   }
 
-  async function lose(key: string, reason: string): Promise<void> {
+  function lose(key: string, reason: string): void {
     if (!held.delete(key)) return;
     logger.warn(`Lease ${options.bucket}/${key} lost: ${reason}`);
-    await options.onLost(key, reason);
+    // Not awaited: what a loss sets off (a shard's in-flight orders answered first) must not hold up the
+    // renewal of every other lease, which would then run out too.
+    void Promise.resolve()
+      .then(() => options.onLost(key, reason))
+      .catch((err: unknown) =>
+        logger.error({ err }, `Handling the loss of lease ${options.bucket}/${key} failed`),
+      );
+  }
+
+  /** Removes our message `revision` of `key` (a newer holder's message is never touched). */
+  async function removeRevision(key: string, revision: number): Promise<void> {
+    try {
+      await options.jsm.streams.deleteMessage(streamName(options.bucket), revision, false);
+    } catch (err) {
+      // Already gone (renewed since, or expired), or NATS is away: the TTL frees it anyway.
+      logger.debug({ err }, `Releasing ${key} failed`);
+    }
   }
 
   return {
@@ -75,13 +91,14 @@ export function createLeaseTable(options: LeaseTableOptions) {
           const writtenAt = now();
           try {
             const revision = await kv.update(key, lease.value, lease.revision, renewMs);
-            // Released (or lost) while the renewal was in flight: the new revision is not ours to keep.
-            if (held.get(key) !== lease) return;
+            // Released while the renewal was in flight: the release removed the old revision (or found it gone),
+            // so the new one is removed here, or the key would stay taken until it expires.
+            if (held.get(key) !== lease) return await removeRevision(key, revision);
             lease.revision = revision;
             lease.writtenAt = writtenAt;
           } catch (err) {
             if (held.get(key) !== lease) return;
-            await lose(
+            lose(
               key,
               isTaken(err)
                 ? 'taken over (compare-and-set failed)'
@@ -97,12 +114,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
       const lease = held.get(key);
       if (!lease) return;
       held.delete(key);
-      try {
-        await options.jsm.streams.deleteMessage(streamName(options.bucket), lease.revision, false);
-      } catch (err) {
-        // Someone else already holds it, or NATS is away: the TTL frees it anyway.
-        logger.debug({ err }, `Releasing ${key} failed`);
-      }
+      await removeRevision(key, lease.revision);
     },
 
     holds(key: string): boolean {

@@ -51,7 +51,9 @@ test('every bad cluster value names its variable', (t) => {
     [{ CLUSTER_INSTANCE_ID: 'a*b' }, 'CLUSTER_INSTANCE_ID'],
     [{ CLUSTER_SHARDS: '0' }, 'CLUSTER_SHARDS'],
     [{ CLUSTER_LEASE_TTL_MS: '100' }, 'CLUSTER_LEASE_TTL_MS'],
-    [{ CLUSTER_RENEW_MS: '2000' }, 'CLUSTER_RENEW_MS'], // more than half the 3000 ms TTL
+    [{ CLUSTER_RENEW_MS: '2000' }, 'CLUSTER_RENEW_MS'], // more than a third of the 3000 ms TTL
+    // half the TTL: a lease trusted for one renewal period flaps with every late timer
+    [{ CLUSTER_LEASE_TTL_MS: '2000', CLUSTER_RENEW_MS: '1000' }, 'CLUSTER_RENEW_MS'],
     [{ CLUSTER_REQUEST_TIMEOUT_MS: 'soon' }, 'CLUSTER_REQUEST_TIMEOUT_MS'],
   ];
   for (const [env, variable] of cases) {

@@ -16,7 +16,9 @@ import {
 } from '../../lib/errors';
 import { errorHandler } from '../../lib/http/error-handler';
 import { createForwarder, OwnerDidNotAnswerError } from '../../lib/cluster/forwarding';
-import type { Cluster } from '../../lib/cluster/cluster';
+import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
+import { liveKeys } from '../../lib/cluster/lease-table';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { request as httpRequest } from '../helpers/harness';
 import {
   cleanup,
@@ -756,6 +758,53 @@ natsTest(
       );
     } finally {
       await spy.close();
+      await cleanup(prefix, nodes);
+    }
+  },
+);
+
+natsTest(
+  'a shard released while one of its requests runs in place on its owner keeps its key until that request is answered',
+  async (t) => {
+    const prefix = uniquePrefix('inplace');
+    const nodes: Cluster[] = [];
+    const nc = await connect({ servers: NATS_URL });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    try {
+      const node = await startNode(prefix, 'node-a');
+      nodes.push(node);
+      node.serve(async ({ productId, origin }) => {
+        await gate;
+        return { productId, origin };
+      });
+      await node.start();
+      await until(
+        () => exactlyOnce(nodes, 64, 64),
+        10_000,
+        () => shareReport(nodes),
+      );
+      const productId = productIn(5);
+      // The owner's own request runs in place (no NATS hop) and is held.
+      const inPlace = node.request(productId, {});
+      let closed = false;
+      const closing = node.close().then(() => (closed = true));
+      const jsm = await jetstreamManager(nc);
+      const shardsBucket = bucketNames(prefix).shards;
+      await until(
+        async () => !(await liveKeys(jsm, shardsBucket)).includes('shard-6'),
+        5000,
+        () => 'the other shards were not released',
+      );
+      t.true((await liveKeys(jsm, shardsBucket)).includes('shard-5'), 'its shard is kept while it runs');
+      t.false(closed);
+      open();
+      t.deepEqual(await inPlace, { productId, origin: node.instanceId });
+      await closing;
+      t.false((await liveKeys(jsm, shardsBucket)).includes('shard-5'), 'released once it was answered');
+    } finally {
+      open();
+      await nc.close();
       await cleanup(prefix, nodes);
     }
   },
