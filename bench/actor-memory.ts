@@ -1,11 +1,15 @@
-// `node --expose-gc --import tsx bench/actor-memory.ts [registry module]`: the memory of the product stock
+// `npm run bench:actor-memory [-- <registry module>]` (node --expose-gc): the memory of the product stock
 // actors. Touches N products' actors (one reservation committed each, as an order would), then waits for
 // them to passivate (ACTOR_IDLE_MS, short here) and reports RSS and heap after a full GC at each step:
 // baseline, all N active, all passivated. The loader answers from memory so that only the actors are
 // measured (no database driver buffers). Env: BENCH_ACTORS [100000], ACTOR_IDLE_MS [500].
 // The optional argument is another copy of actors/registry.ts, to compare a former machine in one run.
+// Writes bench/results/actor-memory-<timestamp>.json (machine, samples, and under `ratios` the heap after
+// passivation still held over the heap the active actors took, target <= 0.01: back to baseline).
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createLogger } from '../lib/logger';
 import type { createStockRegistry as CreateRegistry } from '../actors/registry';
 
@@ -19,7 +23,7 @@ function sample(label: string) {
   gc!();
   gc!();
   const { rss, heapUsed } = process.memoryUsage();
-  return { label, rssMb: MB(rss), heapUsedMb: MB(heapUsed) };
+  return { label, rssMb: MB(rss), heapUsedMb: MB(heapUsed), heapUsedBytes: heapUsed };
 }
 
 async function main(): Promise<void> {
@@ -58,13 +62,37 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   samples.push(sample(`after passivation (${registry.activeCount()} active)`));
   registry.stop();
-  console.log(
-    JSON.stringify(
-      { actors: N, idleMs: IDLE_MS, touchMs, module: process.argv[2] ?? 'actors/registry.ts', samples },
-      null,
-      2,
-    ),
+  // What the actors took on the heap, and the part of it still held after they passivated.
+  const [baseline, active, passivated] = samples.map((entry) => entry.heapUsedBytes);
+  const retained = (passivated - baseline) / Math.max(1, active - baseline);
+  const ratios = {
+    'heap still held after passivation / heap the active actors took': {
+      value: Number(retained.toFixed(4)),
+      target: '<= 0.01',
+      met: retained <= 0.01 && registry.activeCount() === 0,
+    },
+  };
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const file = path.join(
+    root,
+    'bench',
+    'results',
+    `actor-memory-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
   );
+  const report = {
+    benchmark: 'actor-memory',
+    at: new Date().toISOString(),
+    options: { actors: N, idleMs: IDLE_MS, module: process.argv[2] ?? 'actors/registry.ts' },
+    machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+    touchMs,
+    samples,
+    ratios,
+  };
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(JSON.stringify(report, null, 2));
+  console.log(`results: ${path.relative(root, file)}`);
+  if (!Object.values(ratios).every((ratio) => ratio.met)) process.exitCode = 1;
 }
 
 main().catch((err) => {

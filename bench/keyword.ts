@@ -1,6 +1,7 @@
 // `npm run bench:keyword -- [--db sqlite|mysql] [--products 100000] [--rounds 9] [--duration 10]
 //   [--searchers 4] [--data-dir <dir>] [--database-url mysql://root@127.0.0.1:3306/mkt_bench_catalog]
-//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1] [--rate <requests/s>] [--orders <orders/s>]`
+//   [--yield-queries] [--list-cache both|on|off] [--service-rounds 1] [--rate <requests/s>] [--orders <orders/s>]
+//   [--own-node-flags]`
 // The keyword search at 100k products, on either database:
 // 1. query level, in one run, alternating: the plain scan the search used to be (the same LIKE, no index)
 //    and the index-served query (lib/products/keyword-index.ts), list page and count, medians per keyword;
@@ -11,6 +12,7 @@
 //    `--orders N`: meanwhile a buyer orders N times a second (one unit of one of STREAM_PRODUCTS products that
 //    no searched page shows, as other products sell while people search), a mixed load.
 // Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -34,7 +36,8 @@ import { pageEnvelope } from '../lib/http/pagination';
 import { startService } from '../lib/server';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
-import { ROOT } from './lib/processes';
+import { machineTicks } from './lib/metrics';
+import { ROOT, startScriptFlags } from './lib/processes';
 import { address as ORDER_ADDRESS } from './lib/order-world';
 import { createTokenService } from '../lib/auth/tokens';
 
@@ -61,6 +64,8 @@ interface Options {
   rate?: number;
   /** Orders per second placed during the service scenarios (a mixed load); absent: none. */
   orders?: number;
+  /** Run with this process's own node flags instead of `npm start`'s (for comparisons). */
+  ownNodeFlags: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -75,6 +80,7 @@ function parseArgs(argv: string[]): Options {
     yieldQueries: false,
     listCache: 'both',
     serviceRounds: 1,
+    ownNodeFlags: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
@@ -86,6 +92,7 @@ function parseArgs(argv: string[]): Options {
     } else if (flag === '--data-dir') o.dataDir = value();
     else if (flag === '--database-url') o.databaseUrl = value();
     else if (flag === '--yield-queries') o.yieldQueries = true;
+    else if (flag === '--own-node-flags') o.ownNodeFlags = true;
     else if (flag === '--list-cache') {
       const mode = value();
       if (mode !== 'both' && mode !== 'on' && mode !== 'off')
@@ -276,6 +283,9 @@ function yieldBetweenQueries(): void {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The q-quantile (0..1) of xs; 0 for none. */
+const pct = (xs: number[], q: number) =>
+  [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? 0;
 
 async function timed(build: () => PromiseLike<unknown>): Promise<number> {
   const started = performance.now();
@@ -371,8 +381,6 @@ async function stallHunt(db: Db) {
       totalMs: total,
     });
   }
-  const pct = (xs: number[], q: number) =>
-    [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? 0;
   const summary = Object.fromEntries(
     Object.entries(parts).map(([k, xs]) => [
       k,
@@ -428,12 +436,6 @@ async function explain(db: Db, sql: string, bindings: readonly Knex.Value[]): Pr
   return (rows as Array<{ detail: string }>).map((r) => r.detail);
 }
 
-/** The machine's CPU time so far (all cores, /proc/stat ticks): all of it, and what the hypervisor took (steal). */
-function machineTicks(): { total: number; steal: number } {
-  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return { total: cpu.reduce((a, b) => a + b, 0), steal: cpu[7] ?? 0 };
-}
-
 /** perf_hooks' GC entry kinds (NODE_PERFORMANCE_GC_*). */
 const GC_KINDS: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weakcb' };
 
@@ -441,6 +443,28 @@ const GC_KINDS: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'increment
 function involuntarySwitches(): number {
   const status = fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
   return Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+}
+
+/**
+ * How long each COMMIT of the service held the event loop. knex announces a statement ('query') and then runs it
+ * in the same synchronous stretch; on SQLite that run is the whole statement (better-sqlite3 is synchronous), so a
+ * microtask queued at the announcement runs right after it, and a checkpoint run by the commit shows here. On
+ * MariaDB it measures only the send (the round trip happens while the loop runs on).
+ */
+function watchCommits(db: Db): { stop(): number[] } {
+  const durations: number[] = [];
+  const onQuery = (q: { sql: string }) => {
+    if (!/^commit/i.test(q.sql)) return;
+    const at = performance.now();
+    queueMicrotask(() => durations.push(performance.now() - at));
+  };
+  db.on('query', onQuery);
+  return {
+    stop() {
+      db.off('query', onQuery);
+      return durations;
+    },
+  };
 }
 
 /**
@@ -475,6 +499,7 @@ async function serviceLevel(
       }
     });
     gc.observe({ entryTypes: ['gc'] });
+    const commits = watchCommits(service.db);
     const ticksBefore = machineTicks();
     const switchesBefore = involuntarySwitches();
     const loadAverage = os.loadavg()[0];
@@ -501,6 +526,7 @@ async function serviceLevel(
     ]);
     delay.disable();
     gc.disconnect();
+    const commitMs = commits.stop();
     const ticks = machineTicks();
     const cpu = process.cpuUsage(cpuBefore);
     const row = {
@@ -522,6 +548,10 @@ async function serviceLevel(
       gcPauseMaxMs: Math.max(0, ...gcPauses),
       gcPauseTotalMs: gcPauses.reduce((a, b) => a + b, 0),
       gcPauseMaxMsByKind: gcMaxByKind,
+      commits: commitMs.length,
+      commitP99Ms: pct(commitMs, 0.99),
+      commitMaxMs: Math.max(0, ...commitMs),
+      commitsOver5Ms: commitMs.filter((ms) => ms > 5).length,
       heapUsedMbAtStart: heapUsedMb,
       stealPercent: (100 * (ticks.steal - ticksBefore.steal)) / Math.max(1, ticks.total - ticksBefore.total),
       mainThreadPreemptions: involuntarySwitches() - switchesBefore,
@@ -534,8 +564,27 @@ async function serviceLevel(
   }
 }
 
+/**
+ * The service runs in this process, so this process needs `npm start`'s node flags (the young generation's size)
+ * for its GC to be the service's: runs itself again with them when they are missing. Resolves with the child's
+ * exit code, or null when this process already has them.
+ */
+async function withStartFlags(o: Options): Promise<number | null> {
+  const missing = startScriptFlags().filter((flag) => !process.execArgv.includes(flag));
+  if (o.ownNodeFlags || missing.length === 0) return null;
+  const child = spawn(process.execPath, [...missing, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  const childExit = await withStartFlags(o);
+  if (childExit !== null) {
+    process.exitCode = childExit;
+    return;
+  }
   if (o.yieldQueries) yieldBetweenQueries();
   const loadAverageAtStart = os.loadavg();
   const db = await prepare(o);
@@ -599,11 +648,11 @@ async function main(): Promise<void> {
         `| ${q.keyword} | ${q.query} | ${Number(q.scanMedianMs).toFixed(1)} | ${Number(q.indexMedianMs).toFixed(1)} | ${Number(q.serviceMedianMs).toFixed(1)} |`,
     ),
     '',
-    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | orders/s | orders failed | loop delay p99 ms | loop delay max ms | GC max ms | steal % | load |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | list cache | req/s | CPU ms/req | p50 ms | p99 ms | non-2xx | orders/s | orders failed | loop delay p99 ms | loop delay max ms | GC max ms | COMMIT p99 / max ms | steal % | load |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...service.map(
       (s) =>
-        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${Math.round(s.ordersPerSecond)} | ${s.ordersFailed} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
+        `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${Math.round(s.ordersPerSecond)} | ${s.ordersFailed} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.commitP99Ms.toFixed(1)} / ${s.commitMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
     ),
     '',
     '| target | measured | goal | met |',
@@ -623,6 +672,7 @@ async function main(): Promise<void> {
       cpus: os.cpus().length,
       cpuModel: os.cpus()[0]?.model,
       node: process.version,
+      nodeFlags: process.execArgv,
       loadAverage: os.loadavg(),
     },
     /** `machine.loadAverage` is taken at the end. */

@@ -28,7 +28,7 @@ import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { startScriptFlags } from './lib/processes';
-import { cpuMicros, groupCommitBatches, peakRssMb } from './lib/metrics';
+import { cpuMicros, groupCommitBatches, machineTicks, peakRssMb, pidOf } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
 type Scenario = 'hot' | 'spread' | 'cart';
@@ -59,6 +59,7 @@ const SERVER_NODE_ARGS = [
   ...(env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean),
 ];
 const SPREAD_PRODUCTS = 1000;
+const MARIADB_PID = pidOf('mariadbd') ?? pidOf('mysqld');
 
 interface RunResult {
   round: number;
@@ -74,6 +75,14 @@ interface RunResult {
   errorSamples: string[];
   /** The server process's CPU time (user + system) over the measured window per 201, in microseconds. */
   serverCpuUsPerOrder: number;
+  /**
+   * Where the machine's CPU went over the measured window, per 201, in microseconds: this process (the load
+   * generator), and MariaDB's server process (null on SQLite, which runs inside the server).
+   */
+  generatorCpuUsPerOrder: number;
+  databaseCpuUsPerOrder: number | null;
+  /** The share of the machine's CPU time (all cores) that was not idle over the measured window, in percent. */
+  machineBusyPercent: number;
   /** Requests per group-commit transaction (actor mode; null in transactional mode). */
   ordersPerCommit: number | null;
   /** The server process's peak resident memory since it started (VmHWM), after this scenario, in MB. */
@@ -210,8 +219,14 @@ async function load(server: { port: number; pid: number }, fixture: OrderWorld, 
   await run(WARMUP_MS);
   const batchesBefore = await groupCommitBatches([url]);
   const cpuBefore = cpuMicros(server.pid);
+  const generatorBefore = process.cpuUsage();
+  const databaseBefore = MARIADB_PID && DB === 'mysql' ? cpuMicros(MARIADB_PID) : null;
+  const ticksBefore = machineTicks();
   const result = await run(DURATION_MS);
   const cpu = cpuMicros(server.pid) - cpuBefore;
+  const generator = process.cpuUsage(generatorBefore);
+  const database = databaseBefore === null ? null : cpuMicros(MARIADB_PID!) - databaseBefore;
+  const ticks = machineTicks();
   const batchesAfter = await groupCommitBatches([url]);
   const commits = batchesAfter.count - batchesBefore.count;
   const statuses = (result.statusCodeStats ?? {}) as Record<string, { count: number }>;
@@ -223,6 +238,7 @@ async function load(server: { port: number; pid: number }, fixture: OrderWorld, 
   const errorSamples = Object.keys(statuses)
     .filter((code) => code !== '201' && code !== '409')
     .map((code) => `${code} x ${count(code)}`);
+  const perOrder = (micros: number) => (created > 0 ? Math.round(micros / created) : 0);
   return {
     ordersPerSecond: Math.round(created / (DURATION_MS / 1000)),
     p50Ms: result.latency.p50,
@@ -231,7 +247,13 @@ async function load(server: { port: number; pid: number }, fixture: OrderWorld, 
     refused,
     errors,
     errorSamples,
-    serverCpuUsPerOrder: created > 0 ? Math.round(cpu / created) : 0,
+    serverCpuUsPerOrder: perOrder(cpu),
+    generatorCpuUsPerOrder: perOrder(generator.user + generator.system),
+    databaseCpuUsPerOrder: database === null ? null : perOrder(database),
+    machineBusyPercent: Math.round(
+      (100 * (ticks.total - ticks.idle - (ticksBefore.total - ticksBefore.idle))) /
+        Math.max(1, ticks.total - ticksBefore.total),
+    ),
     // actor mode only: requests per group-commit transaction over the measured window
     ordersPerCommit:
       commits > 0 ? Number(((batchesAfter.sum - batchesBefore.sum) / commits).toFixed(1)) : null,
@@ -276,7 +298,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
       });
       results.push({ round, mode, scenario, ...measured, ...stock });
       process.stdout.write(
-        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order, ${measured.ordersPerCommit ?? '-'} orders/commit, peak RSS ${measured.serverPeakRssMb} MB, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
+        `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order (generator ${measured.generatorCpuUsPerOrder}${measured.databaseCpuUsPerOrder === null ? '' : `, MariaDB ${measured.databaseCpuUsPerOrder}`}, machine ${measured.machineBusyPercent}% busy), ${measured.ordersPerCommit ?? '-'} orders/commit, peak RSS ${measured.serverPeakRssMb} MB, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
       );
     }
   } finally {
@@ -325,8 +347,8 @@ function ratiosOf(results: RunResult[]): Ratios {
 
 function table(results: RunResult[], ratios: Ratios): string {
   const lines = [
-    `| scenario | mode | orders/s (median) | p50 ms | p99 ms | server CPU us/order | refused | errors | oversell | runs |`,
-    `|---|---|---|---|---|---|---|---|---|---|`,
+    `| scenario | mode | orders/s (median) | p50 ms | p99 ms | server CPU us/order | generator us/order | MariaDB us/order | machine busy % | refused | errors | oversell | runs |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
   ];
   for (const scenario of SCENARIOS) {
     for (const mode of MODES) {
@@ -334,7 +356,7 @@ function table(results: RunResult[], ratios: Ratios): string {
       if (runs.length === 0) continue;
       const sum = (pick: (r: RunResult) => number) => runs.reduce((total, r) => total + pick(r), 0);
       lines.push(
-        `| ${scenario} | ${mode} | ${Math.round(median(runs.map((r) => r.ordersPerSecond)))} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${Math.round(median(runs.map((r) => r.serverCpuUsPerOrder)))} | ${sum((r) => r.refused)} | ${sum((r) => r.errors)} | ${
+        `| ${scenario} | ${mode} | ${Math.round(median(runs.map((r) => r.ordersPerSecond)))} | ${median(runs.map((r) => r.p50Ms))} | ${median(runs.map((r) => r.p99Ms))} | ${Math.round(median(runs.map((r) => r.serverCpuUsPerOrder)))} | ${Math.round(median(runs.map((r) => r.generatorCpuUsPerOrder)))} | ${runs[0].databaseCpuUsPerOrder === null ? '-' : Math.round(median(runs.map((r) => r.databaseCpuUsPerOrder ?? 0)))} | ${Math.round(median(runs.map((r) => r.machineBusyPercent)))} | ${sum((r) => r.refused)} | ${sum((r) => r.errors)} | ${
           runs.some((r) => r.oversell || !r.conserved) ? '**YES**' : 'none'
         } | ${runs.length} |`,
       );

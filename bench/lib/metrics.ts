@@ -14,7 +14,6 @@ export async function groupCommitBatches(urls: string[]): Promise<{ sum: number;
   return total;
 }
 
-/** A process's CPU time so far (user + system), in microseconds, from Linux /proc; 0 once it is gone. */
 /**
  * CPU time (user + system) of this process's children that exited and were waited for (cutime + cstime), in
  * microseconds: a generator run as a child process (wrk), measured across its run.
@@ -25,6 +24,7 @@ export function reapedChildrenCpuMicros(): number {
   return (Number(fields[13]) + Number(fields[14])) * 10_000;
 }
 
+/** A process's CPU time so far (user + system), in microseconds, from Linux /proc; 0 once it is gone. */
 export function cpuMicros(pid: number): number {
   try {
     const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -33,6 +33,15 @@ export function cpuMicros(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The machine's CPU time so far over all cores, in /proc/stat ticks: all of it, the idle part (idle + iowait) and
+ * what the hypervisor took (steal).
+ */
+export function machineTicks(): { total: number; idle: number; steal: number } {
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { total: cpu.reduce((a, b) => a + b, 0), idle: (cpu[3] ?? 0) + (cpu[4] ?? 0), steal: cpu[7] ?? 0 };
 }
 
 /** The pid of the oldest process with exactly this name (mariadbd, nats-server), or null. */
