@@ -3,6 +3,7 @@
 // and a worker that cannot start leaves SQLite's own checkpoints in place.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -135,6 +136,85 @@ sqliteTest('a log started over at the length of the last one is counted too', as
     await database.drop();
   }
 });
+
+interface RawSqlite {
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  prepare(sql: string): { run(): unknown; get(): unknown };
+  close(): void;
+}
+// better-sqlite3 ships no types; its own connections here, to hold locks and snapshots synchronously.
+const RawDatabase = createRequire(import.meta.url)('better-sqlite3') as new (
+  file: string,
+  options?: { timeout?: number },
+) => RawSqlite;
+
+function checkpointRow(db: RawSqlite, mode: 'PASSIVE' | 'RESTART') {
+  return (
+    db.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number; log: number; checkpointed: number }>
+  )[0];
+}
+
+function walSalts(filename: string): string {
+  const fd = fs.openSync(`${filename}-wal`, 'r');
+  try {
+    const salts = Buffer.alloc(8);
+    fs.readSync(fd, salts, 0, 8, 16);
+    return salts.toString('hex');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+sqliteTest(
+  'checkpoints that find another checkpointer at work are skipped: the frames copied are counted once',
+  async (t) => {
+    const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: '10' });
+    const { filename } = config.database as { filename: string };
+    const writer = new RawDatabase(filename);
+    writer.pragma('wal_autocheckpoint = 0'); // only the worker copies frames
+    writer.exec('CREATE TABLE busy_filler (id INTEGER PRIMARY KEY, payload BLOB)');
+    const checkpoints = (await startWalCheckpoints(config.database, quietLogger().logger)) as WalCheckpoints;
+    const other = new RawDatabase(filename, { timeout: 1000 });
+    const reader = new RawDatabase(filename);
+    try {
+      t.true(await waitFor(() => checkpoints.stats().frames > 0 && checkpoints.stats().backlog === 0));
+      const base = { frames: checkpoints.stats().frames, log: checkpointRow(other, 'PASSIVE').log };
+      const baseSalts = walSalts(filename);
+      // A reader's snapshot from before the writes: no checkpoint can copy what follows it until it ends.
+      reader.exec('BEGIN');
+      reader.prepare('SELECT count(*) FROM busy_filler').get();
+      const insert = writer.prepare('INSERT INTO busy_filler (payload) VALUES (randomblob(3000))');
+      for (let commit = 0; commit < 10; commit++) {
+        writer.exec('BEGIN');
+        for (let row = 0; row < 10; row++) insert.run();
+        writer.exec('COMMIT');
+      }
+      // Another checkpointer: a RESTART checkpoint holds the checkpoint lock while it waits up to 1 s for the
+      // reader (this thread blocks meanwhile), so the worker's checkpoints, every 10 ms, find it busy.
+      const restart = checkpointRow(other, 'RESTART');
+      t.is(restart.busy, 1, JSON.stringify(restart));
+      reader.exec('COMMIT');
+      t.true(
+        await waitFor(() => checkpoints.stats().backlog === 0 && checkpoints.stats().frames > base.frames),
+        JSON.stringify(checkpoints.stats()),
+      );
+      const end = checkpointRow(other, 'PASSIVE');
+      t.is(end.checkpointed, end.log, 'the worker copied the whole log');
+      // Frames the writes added to the log: all of it if the first write started the log over, else the growth.
+      const added = walSalts(filename) === baseSalts ? end.log - base.log : end.log;
+      t.true(added >= 100, `${added} frames`);
+      t.is(checkpoints.stats().frames - base.frames, added, JSON.stringify(checkpoints.stats()));
+      t.is(checkpoints.stats().failures, 0);
+    } finally {
+      reader.close();
+      other.close();
+      writer.close();
+      await checkpoints.stop();
+      await database.drop();
+    }
+  },
+);
 
 sqliteTest('stop() ends the worker once, after a last checkpoint', async (t) => {
   const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: '60000' });
