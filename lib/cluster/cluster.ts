@@ -24,13 +24,22 @@ type Listener<T> = (value: T) => void | Promise<void>;
 
 export const bucketNames = (prefix: string) => ({ shards: `${prefix}-shards`, members: `${prefix}-members` });
 
-async function openBucket(kvm: Kvm, name: string, ttlMs: number): Promise<KV> {
-  // Leases need no durability: if NATS restarts, every holder's next compare-and-set fails and they claim again.
-  const kv = await kvm.create(name, { ttl: ttlMs, history: 1, storage: StorageType.Memory });
+async function openBucket(kvm: Kvm, name: string, ttlMs: number, log: Logger): Promise<KV> {
+  // File storage: the leases outlive a NATS restart, with their ages, so a holder that still trusts its lease
+  // (for its TTL less one renewal period) is never joined by a second holder claiming a wiped key; its next
+  // compare-and-set simply succeeds. Memory buckets were gone after every NATS restart.
+  const kv = await kvm.create(name, { ttl: ttlMs, history: 1, storage: StorageType.File });
   const status = await kv.status();
   if (status.ttl !== ttlMs) {
     throw new Error(
       `KV bucket ${name} has a lease TTL of ${status.ttl} ms, this instance is configured with ${ttlMs} ms: every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS`,
+    );
+  }
+  // An existing bucket is used as it is (a stream's storage cannot change): one made in memory by an older
+  // version loses its leases on a NATS restart, and is made again on file after one.
+  if (status.storage !== StorageType.File) {
+    log.warn(
+      `KV bucket ${name} keeps its leases in memory: a NATS restart wipes them while their holders trust them`,
     );
   }
   return kv;
@@ -54,8 +63,8 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     const names = bucketNames(config.prefix);
     const openBuckets = () =>
       Promise.all([
-        openBucket(kvm, names.shards, config.leaseTtlMs),
-        openBucket(kvm, names.members, config.leaseTtlMs),
+        openBucket(kvm, names.shards, config.leaseTtlMs, log),
+        openBucket(kvm, names.members, config.leaseTtlMs, log),
       ]);
     const [shardsKv, membersKv] = await openBuckets();
     // Who owns which shard, for batching per owner; watched afresh after the buckets are recreated.

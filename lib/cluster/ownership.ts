@@ -22,7 +22,7 @@ export interface OwnershipDeps {
   membersKv: KV;
   jsm: JetStreamManager;
   buckets: { shards: string; members: string };
-  /** Creates the buckets again (memory buckets are gone after a NATS restart). */
+  /** Creates the buckets again (gone if NATS restarted with another store, or someone deleted them). */
   recreateBuckets(): Promise<void>;
   config: Pick<ClusterConfig, 'instanceId' | 'shards' | 'leaseTtlMs' | 'renewMs'>;
   logger: Logger;
