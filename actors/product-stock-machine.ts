@@ -4,7 +4,10 @@
 // database; the group commit (lib/inventory) writes them, guarded in SQL, and reports back COMMITTED or
 // RELEASE.
 // I/O happens only in the invoked `loadProduct` / `runExclusive` promise actors; commands that arrive
-// meanwhile are deferred and replayed in arrival order.
+// meanwhile are deferred and replayed in arrival order, except the news of a commit (COMMITTED, RESTOCKED):
+// the commit is already in the database, and the read under way may or may not have seen it, so its
+// reservation is settled at once and the product is read again afterwards (a read that starts after the news
+// has the commit). Replaying it on the read instead would count a commit the read had seen twice.
 import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 import { statusFollowingStock } from './product-status';
 import { judgeLine, type ProductView, type RefusalReason } from './stock-rules';
@@ -54,6 +57,8 @@ export interface ProductStockContext {
   /** Whether the actor held a reservation at some point of the current idle period (see `ready`). */
   heldThisPeriod: boolean;
   loadedAt: number;
+  /** A commit's news (COMMITTED, RESTOCKED) arrived during the read under way: read again once it is done. */
+  committedDuringRead: boolean;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
   current: Extract<StockCommand, { type: 'EXCLUSIVE' }> | null;
@@ -65,7 +70,7 @@ export interface ProductStockInput {
   freshMs: number;
 }
 
-const DEFERRED = ['RESERVE', 'RELEASE', 'COMMITTED', 'RESTOCKED', 'RELOAD', 'EXCLUSIVE'] as const;
+const DEFERRED = ['RESERVE', 'RELEASE', 'RELOAD', 'EXCLUSIVE'] as const;
 
 const available = (context: ProductStockContext) => (context.product?.stock ?? 0) - context.reserved;
 
@@ -104,6 +109,7 @@ const stockSetup = setup({
     /** Nothing reserved or waiting now, and nothing reserved at any time since the idle period began. */
     idleAllPeriod: ({ context }) =>
       context.reserved === 0 && context.pending.length === 0 && !context.heldThisPeriod,
+    committedDuringRead: ({ context }) => context.committedDuringRead,
   },
   actions: {
     defer: assign({
@@ -132,6 +138,12 @@ const stockSetup = setup({
     restock: assign(({ context }, params: { quantity: number }) => ({
       product: withStockChange(context.product, params.quantity),
     })),
+    /** During a read: the units are no longer reserved (they are in the database); the stock comes from a re-read. */
+    settleDuringRead: assign(({ context }, params: { released: number }) => ({
+      reserved: Math.max(0, context.reserved - params.released),
+      committedDuringRead: true,
+    })),
+    clearCommittedDuringRead: assign({ committedDuringRead: false }),
     takeExclusive: assign({ current: (_, params: { command: ExclusiveCommand }) => params.command }),
     // Replies hand the decision back to the waiting caller (resolving its promise); no I/O here.
     replyReserved: ({ context }, params: { command: ReserveCommand }) => {
@@ -156,18 +168,29 @@ const stockSetup = setup({
   },
 });
 
-// While loading or writing, every command waits its turn.
-const deferEach = Object.fromEntries(
-  DEFERRED.map((type) => [
-    type,
-    {
-      actions: {
-        type: 'defer' as const,
-        params: ({ event }: { event: StockCommand }) => ({ command: event }),
+// While loading or writing, every command waits its turn; the news of a commit settles at once.
+const duringRead = {
+  ...Object.fromEntries(
+    DEFERRED.map((type) => [
+      type,
+      {
+        actions: {
+          type: 'defer' as const,
+          params: ({ event }: { event: StockCommand }) => ({ command: event }),
+        },
       },
+    ]),
+  ),
+  COMMITTED: {
+    actions: {
+      type: 'settleDuringRead' as const,
+      params: ({ event }: { event: Extract<StockCommand, { type: 'COMMITTED' }> }) => ({
+        released: event.quantity,
+      }),
     },
-  ]),
-);
+  },
+  RESTOCKED: { actions: { type: 'settleDuringRead' as const, params: { released: 0 } } },
+};
 
 export const productStockMachine = stockSetup.createMachine({
   id: 'productStock',
@@ -179,6 +202,7 @@ export const productStockMachine = stockSetup.createMachine({
     reserved: 0,
     heldThisPeriod: false,
     loadedAt: 0,
+    committedDuringRead: false,
     pending: [],
     current: null,
   }),
@@ -189,13 +213,22 @@ export const productStockMachine = stockSetup.createMachine({
       invoke: {
         src: 'loadProduct',
         input: ({ context }) => ({ productId: context.productId }),
-        onDone: { target: 'ready', actions: { type: 'adoptLoaded', params: ({ event }) => event.output } },
+        onDone: [
+          // The read may have missed a commit whose news came meanwhile: read again.
+          {
+            guard: 'committedDuringRead',
+            target: 'loading',
+            reenter: true,
+            actions: 'clearCommittedDuringRead',
+          },
+          { target: 'ready', actions: { type: 'adoptLoaded', params: ({ event }) => event.output } },
+        ],
         onError: {
           target: 'failed',
           actions: { type: 'failPending', params: ({ event }) => ({ error: event.error }) },
         },
       },
-      on: deferEach,
+      on: duringRead,
     },
     ready: {
       description:
@@ -243,17 +276,32 @@ export const productStockMachine = stockSetup.createMachine({
       invoke: {
         src: 'runExclusive',
         input: ({ context }) => ({ run: context.current!.run }),
-        onDone: {
-          target: 'ready',
-          actions: [{ type: 'adoptLoaded', params: ({ event }) => event.output }, 'replyExclusive'],
-        },
+        onDone: [
+          // Its view may have missed a commit whose news came meanwhile: answer with it, then read again.
+          {
+            guard: 'committedDuringRead',
+            target: 'loading',
+            actions: [
+              { type: 'adoptLoaded', params: ({ event }) => event.output },
+              'replyExclusive',
+              'clearCommittedDuringRead',
+            ],
+          },
+          {
+            target: 'ready',
+            actions: [{ type: 'adoptLoaded', params: ({ event }) => event.output }, 'replyExclusive'],
+          },
+        ],
         // The write failed; its effect is unknown to us, so re-read before deciding anything.
         onError: {
           target: 'loading',
-          actions: { type: 'failExclusive', params: ({ event }) => ({ error: event.error }) },
+          actions: [
+            { type: 'failExclusive', params: ({ event }) => ({ error: event.error }) },
+            'clearCommittedDuringRead',
+          ],
         },
       },
-      on: deferEach,
+      on: duringRead,
     },
     failed: { type: 'final', description: 'Loading failed; the registry drops the actor' },
     passivated: { type: 'final', description: 'Idle with nothing reserved; memory released' },

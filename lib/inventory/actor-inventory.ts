@@ -26,7 +26,8 @@ export interface ActorInventoryOptions {
 export function createActorInventory(options: ActorInventoryOptions) {
   const { db } = options;
   const registry = createStockRegistry({
-    load: (productId) => loadProductView(db, productId),
+    // Never while a batch is in flight (group-commit.ts, `read`).
+    load: (productId) => groupCommit.read(() => loadProductView(db, productId)),
     logger: options.logger,
     idleMs: options.idleMs,
   });

@@ -6,6 +6,9 @@
 // committed. Any failure releases every reservation of the batch and writes nothing; when a guard
 // refuses (another process sold the stock, or a seller's edit bumped the catalog version the requests
 // were judged on) the product's actor re-reads the database and each request decides again.
+// The actors' reads of their products (`read`) never overlap a batch's transaction: a read that raced a COMMIT
+// could not tell whether it saw the batch, whose news (COMMITTED) the actor gets only after the COMMIT, so the
+// actor might take the batch's units off a stock that already lacks them and refuse units the database holds.
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
 import { CommitOutcomeUnknownError } from '../errors';
@@ -95,6 +98,10 @@ export function createGroupCommit(options: GroupCommitOptions) {
   const queue: Queued[] = [];
   let flushing: Promise<void> | null = null;
   const finishing = new Set<Promise<void>>();
+  /** The batch transaction under way, through its news to the actors (registry.committedAll). */
+  let inFlight: Promise<void> | null = null;
+  /** Product reads under way: the next batch starts after them. */
+  const reads = new Set<Promise<unknown>>();
 
   async function commitBatch(batch: Queued[]): Promise<void> {
     const judged = judgedTotals(batch.flatMap((entry) => entry.reservations));
@@ -167,7 +174,13 @@ export function createGroupCommit(options: GroupCommitOptions) {
       try {
         do {
           await nextTurn();
-          await commitBatch(queue.splice(0, maxBatch));
+          while (reads.size > 0) await Promise.allSettled([...reads]);
+          inFlight = commitBatch(queue.splice(0, maxBatch));
+          try {
+            await inFlight;
+          } finally {
+            inFlight = null;
+          }
         } while (queue.length > 0);
       } finally {
         flushing = null;
@@ -192,6 +205,20 @@ export function createGroupCommit(options: GroupCommitOptions) {
         });
         startFlushing();
       });
+    },
+    /**
+     * Runs a read of products' stock (an actor's load) when no batch is in flight, and holds the next batch until
+     * it is done: every batch the read sees has told its actors, every other one starts after it.
+     */
+    async read<T>(load: () => Promise<T>): Promise<T> {
+      while (inFlight) await inFlight.catch(() => undefined);
+      const reading = load();
+      reads.add(reading);
+      try {
+        return await reading;
+      } finally {
+        reads.delete(reading);
+      }
     },
     /** Waits until every queued request is committed (or failed) and answered. */
     async drain(): Promise<void> {

@@ -111,6 +111,82 @@ test('an exclusive write runs with no decision in between; the actor adopts the 
   actor.stop();
 });
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A loader the test answers by hand: each read waits until `answer(stock)`. */
+function heldLoader() {
+  const waiting: Array<(view: ProductView) => void> = [];
+  let answered = 0;
+  return {
+    load: () => new Promise<ProductView>((resolve) => waiting.push(resolve)),
+    /** Reads started so far. */
+    reads: () => waiting.length,
+    async answer(stock: number) {
+      waiting[answered++](product({ stock }));
+      await sleep(0);
+    },
+  };
+}
+
+test('news of a commit during a read settles its reservation and the product is read again (the read may have seen it)', async (t) => {
+  for (const [readStock, why] of [
+    [6, 'the read saw the commit'],
+    [10, 'the read was before the commit'],
+  ] as const) {
+    const loader = heldLoader();
+    const { actor, reserve, send, view } = start(loader.load);
+    await loader.answer(10);
+    t.like(await reserve(4), { ok: true });
+    send({ type: 'RELOAD' }); // e.g. a price edit elsewhere
+    t.is(loader.reads(), 2);
+    // The batch's COMMIT is in the database; its news reaches the actor while it reads.
+    send({ type: 'COMMITTED', quantity: 4 });
+    t.like(view(), { value: 'loading', reserved: 0 }, why);
+    await loader.answer(readStock);
+    t.is(loader.reads(), 3, `${why}: read again`);
+    t.is(view().value, 'loading');
+    await loader.answer(6); // a read that starts after the news has the commit
+    t.like(view(), { value: 'ready', stock: 6, reserved: 0 }, why);
+    t.like(await reserve(6), { ok: true }, `${why}: the six units the database holds are sold`);
+    actor.stop();
+  }
+});
+
+test('news of a cancellation during a read makes the actor read again; so does a commit during an exclusive write', async (t) => {
+  const loader = heldLoader();
+  const { actor, reserve, send, view } = start(loader.load);
+  await loader.answer(2);
+  send({ type: 'RELOAD' });
+  send({ type: 'RESTOCKED', quantity: 3 });
+  await loader.answer(2); // read before the cancellation's commit
+  t.is(loader.reads(), 3);
+  await loader.answer(5);
+  t.like(view(), { value: 'ready', stock: 5 });
+
+  t.like(await reserve(2), { ok: true });
+  const exclusive = new Promise<ProductView | null>((resolve, reject) =>
+    send({
+      type: 'EXCLUSIVE',
+      run: async () => {
+        // the batch with the 2 units commits while the write waits for its row lock, then the write reads
+        send({ type: 'COMMITTED', quantity: 2 });
+        await sleep(5);
+        return { view: product({ stock: 3 }), at: Date.now() };
+      },
+      reply: resolve,
+      fail: reject,
+    }),
+  );
+  t.like(await exclusive, { stock: 3 }, 'the write answers with what it read');
+  await sleep(0);
+  t.is(loader.reads(), 4, 'then the actor reads again');
+  t.like(view(), { value: 'loading', reserved: 0 });
+  await loader.answer(3);
+  t.like(view(), { value: 'ready', stock: 3, reserved: 0 });
+  t.like(await reserve(3), { ok: true });
+  actor.stop();
+});
+
 test('a stale view is re-read before a refusal', async (t) => {
   let stock = 0;
   const { actor, reserve } = start(async () => product({ stock }), { freshMs: 0 });
@@ -120,8 +196,6 @@ test('a stale view is re-read before a refusal', async (t) => {
   t.like(await reserve(1), { ok: true });
   actor.stop();
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function passivated(view: () => { value: string; status: string }, withinMs = 2000): Promise<boolean> {
   for (const deadline = Date.now() + withinMs; Date.now() < deadline; await sleep(5)) {
