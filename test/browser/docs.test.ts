@@ -46,9 +46,12 @@ test('/docs loads Swagger UI from this server only and lists every endpoint of t
   const { page, requested } = await openPage('/docs');
   try {
     const expected = documentedOperations();
-    await page.waitForFunction(`document.querySelectorAll('.opblock').length >= ${expected.length}`, null, {
-      timeout: 60_000,
-    });
+    // A locator, not waitForFunction: a string predicate is an eval on every poll, which the page's CSP forbids
+    // (it passed only when the list was complete at the first check).
+    await page
+      .locator('.opblock')
+      .nth(expected.length - 1)
+      .waitFor({ timeout: 60_000 });
     const methods = await page.locator('.opblock .opblock-summary-method').allInnerTexts();
     const paths = await page
       .locator('.opblock .opblock-summary-path')
