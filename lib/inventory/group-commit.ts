@@ -98,7 +98,11 @@ export function createGroupCommit(options: GroupCommitOptions) {
   const queue: Queued[] = [];
   let flushing: Promise<void> | null = null;
   const finishing = new Set<Promise<void>>();
-  /** The batch transaction under way, through its news to the actors (registry.committedAll). */
+  /**
+   * The next batch, from the moment the flush loop takes it (and waits for the reads under way) through its
+   * transaction and its news to the actors (registry.committedAll). A read asked for meanwhile starts after it, so
+   * reads that keep overlapping one another cannot hold the batches back.
+   */
   let inFlight: Promise<void> | null = null;
   /** Product reads under way: the next batch starts after them. */
   const reads = new Set<Promise<unknown>>();
@@ -125,6 +129,8 @@ export function createGroupCommit(options: GroupCommitOptions) {
       if (err instanceof GuardRefused) {
         for (const productId of err.productIds) registry.reload(productId);
         // Another process changed these products: every cached copy (here and, in a cluster, elsewhere) goes.
+        // The batch is still in flight here, so an announcement must never wait for an actor's read (`read`
+        // waits for this batch): its listeners drop caches and tell actors, and publish without waiting.
         await options
           .announce(err.productIds)
           .catch((failure: unknown) => log.error({ err: failure }, 'Announcing refused products failed'));
@@ -174,12 +180,14 @@ export function createGroupCommit(options: GroupCommitOptions) {
       try {
         do {
           await nextTurn();
-          while (reads.size > 0) await Promise.allSettled([...reads]);
-          inFlight = commitBatch(queue.splice(0, maxBatch));
+          let ended!: () => void;
+          inFlight = new Promise<void>((resolve) => (ended = resolve));
           try {
-            await inFlight;
+            while (reads.size > 0) await Promise.allSettled([...reads]);
+            await commitBatch(queue.splice(0, maxBatch));
           } finally {
             inFlight = null;
+            ended();
           }
         } while (queue.length > 0);
       } finally {

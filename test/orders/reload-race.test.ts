@@ -121,3 +121,26 @@ test.serial('a batch waits for the reads under way', async (t) => {
     app.db.removeListener('query', onQuery);
   }
 });
+
+test.serial('reads that keep overlapping one another do not hold a batch back', async (t) => {
+  const { buyer, product } = await world(app);
+  const productId = await product({ stockQuantity: 5 });
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  // Reads of 30 ms asked for every 15 ms for 1.5 s, so there is always one under way (e.g. a cold catalogue's
+  // actors activating): the batch takes its turn after those under way, and the ones asked for later wait for it.
+  let stop = false;
+  const reading = (async () => {
+    const all: Promise<unknown>[] = [];
+    for (const until = Date.now() + 1500; !stop && Date.now() < until; await sleep(15))
+      all.push(groupCommit().read(() => sleep(30)));
+    await Promise.all(all);
+  })();
+  await sleep(50);
+  const started = Date.now();
+  const placed = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }]);
+  const took = Date.now() - started;
+  stop = true;
+  await reading;
+  t.is(placed.status, 201);
+  t.true(took < 500, `the order took ${took} ms (reads under way last 30 ms)`);
+});
