@@ -4,10 +4,12 @@
 // database; the group commit (lib/inventory) writes them, guarded in SQL, and reports back COMMITTED or
 // RELEASE.
 // I/O happens only in the invoked `loadProduct` / `runExclusive` promise actors; commands that arrive
-// meanwhile are deferred and replayed in arrival order, except the news of a commit (COMMITTED, RESTOCKED):
-// the commit is already in the database, and the read under way may or may not have seen it, so its
-// reservation is settled at once and the product is read again afterwards (a read that starts after the news
-// has the commit). Replaying it on the read instead would count a commit the read had seen twice.
+// meanwhile are deferred and replayed in arrival order, except the news of a commit (COMMITTED): the commit
+// is already in the database, and the read under way may or may not have seen it, so its reservation is
+// settled at once and the product is read again afterwards (a read that starts after the news has the commit).
+// Replaying it on the read instead would count a commit the read had seen twice. Stock given back by a
+// cancellation is not added to the view either, for the same reason: its commit is not ordered with the
+// actor's reads, so the actor re-reads the product (RELOAD) instead.
 import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 import { statusFollowingStock } from './product-status';
 import { judgeLine, type ProductView, type RefusalReason } from './stock-rules';
@@ -34,9 +36,10 @@ export type StockCommand =
   | { type: 'RELEASE'; quantity: number }
   /** A reservation whose deduction committed. */
   | { type: 'COMMITTED'; quantity: number }
-  /** A committed transaction gave stock back (cancellation). */
-  | { type: 'RESTOCKED'; quantity: number }
-  /** The view may be stale (a guard refused, or the product was edited): re-read before the next decision. */
+  /**
+   * The view may be stale (a guard refused, the product was edited, a cancellation gave stock back): re-read
+   * before the next decision.
+   */
   | { type: 'RELOAD' }
   /** Run a product write (stock PATCH, delete) with no decision in between; adopt the view it returns. */
   | {
@@ -57,7 +60,7 @@ export interface ProductStockContext {
   /** Whether the actor held a reservation at some point of the current idle period (see `ready`). */
   heldThisPeriod: boolean;
   loadedAt: number;
-  /** A commit's news (COMMITTED, RESTOCKED) arrived during the read under way: read again once it is done. */
+  /** A commit's news (COMMITTED) arrived during the read under way: read again once it is done. */
   committedDuringRead: boolean;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
@@ -135,9 +138,6 @@ const stockSetup = setup({
       product: withStockChange(context.product, -params.quantity),
       reserved: Math.max(0, context.reserved - params.quantity),
     })),
-    restock: assign(({ context }, params: { quantity: number }) => ({
-      product: withStockChange(context.product, params.quantity),
-    })),
     /** During a read: the units are no longer reserved (they are in the database); the stock comes from a re-read. */
     settleDuringRead: assign(({ context }, params: { released: number }) => ({
       reserved: Math.max(0, context.reserved - params.released),
@@ -189,7 +189,6 @@ const duringRead = {
       }),
     },
   },
-  RESTOCKED: { actions: { type: 'settleDuringRead' as const, params: { released: 0 } } },
 };
 
 export const productStockMachine = stockSetup.createMachine({
@@ -263,7 +262,6 @@ export const productStockMachine = stockSetup.createMachine({
         ],
         RELEASE: { actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) } },
         COMMITTED: { actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) } },
-        RESTOCKED: { actions: { type: 'restock', params: ({ event }) => ({ quantity: event.quantity }) } },
         RELOAD: { target: 'loading' },
         EXCLUSIVE: {
           target: 'writing',

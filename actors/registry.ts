@@ -200,11 +200,10 @@ export function createStockRegistry(options: RegistryOptions) {
       for (const { entry, quantity } of reservations) totals.set(entry, (totals.get(entry) ?? 0) + quantity);
       for (const [entry, quantity] of totals) tell(entry, { type: 'COMMITTED', quantity });
     },
-    /** Stock given back by a committed transaction (only an active actor needs to know). */
-    restocked(productId: number, quantity: number): void {
-      tell(entries.get(productId), { type: 'RESTOCKED', quantity });
-    },
-    /** The product changed behind the actor's back: re-read it before the next decision. */
+    /**
+     * The product changed behind the actor's back (also: a cancellation gave stock back): re-read it before the
+     * next decision. Only an active actor needs to know.
+     */
     reload(productId: number): void {
       tell(entries.get(productId), { type: 'RELOAD' });
     },

@@ -79,7 +79,9 @@ export function createActorInventory(options: ActorInventoryOptions) {
     restore: (trx, changes, now) => restoreStock(trx, changes, now),
 
     async restored(changes) {
-      for (const change of changes) registry.restocked(change.productId, change.quantity);
+      // Re-read, never add: the restore's COMMIT is not ordered with the actors' reads (only batches are), so a
+      // read may already have seen it, and adding the units would count them twice.
+      for (const change of changes) registry.reload(change.productId);
       await options.announce(
         changes.map((change) => change.productId),
         'stock',

@@ -144,3 +144,30 @@ test.serial('reads that keep overlapping one another do not hold a batch back', 
   t.is(placed.status, 201);
   t.true(took < 500, `the order took ${took} ms (reads under way last 30 ms)`);
 });
+
+test.serial(
+  'a re-read at the COMMIT of a cancellation: the actor counts the restored units once (it re-reads, it never adds)',
+  async (t) => {
+    const { buyer, product } = await world(app);
+    const inventory = app.bundle.services.inventory;
+    const differ: string[] = [];
+    for (let run = 0; run < 8; run++) {
+      const productId = await product({ stockQuantity: 10 });
+      const placed = await placeOrder(app, buyer.token, [{ productId, quantity: 4 }]);
+      t.is(placed.status, 201);
+      await inventory.changeProduct(productId, async () => undefined); // the actor is up, its view 6
+      const fired = rereadAtCommitOf(productId); // the restore's UPDATE, then its COMMIT
+      const cancelled = await app.request('POST', `/api/v1/orders/${placed.body.orders[0].id}/cancel`, {
+        token: buyer.token,
+      });
+      t.is(cancelled.status, 200);
+      t.true(fired(), 'the re-read was announced at the COMMIT');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const row = await productRow(app, productId);
+      t.is(row.stock, 10);
+      const actor = inventory.inspect(productId);
+      if (actor?.stock !== row.stock) differ.push(`run ${run}: database ${row.stock}, actor ${actor?.stock}`);
+    }
+    t.deepEqual(differ, []);
+  },
+);
