@@ -3,9 +3,11 @@
 // nobody renews expires on the server. Releasing removes the holder's own message by its sequence (no
 // delete marker is left behind, and a newer holder's message is never touched), and the live keys are
 // read from the stream's per-subject state in one request (a key listing through a consumer can wait
-// seconds for a heartbeat when keys expire while it runs). A lost CAS or a failed renewal loses the lease at once; so does a lease
-// whose last renewal is older than TTL minus one renewal period (a stalled event loop), so the holder always
-// lets go before the server lets another instance claim the key.
+// seconds for a heartbeat when keys expire while it runs). A CAS lost to another holder loses the lease at once.
+// A renewal that fails otherwise (NATS restarting, no answer in time) is tried again while the lease is valid:
+// until TTL minus one renewal period after its last renewal, so the holder always lets go before the server lets
+// another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
+// shows as our own value at a newer revision, which is adopted.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -42,9 +44,11 @@ export function createLeaseTable(options: LeaseTableOptions) {
   const now = options.now ?? Date.now;
   const held = new Map<string, Held>();
 
-  function valid(lease: Held): boolean {
-    return now() < lease.writtenAt + ttlMs - renewMs;
-  }
+  /** How long the lease may still be served on (it is lost at 0). */
+  const remaining = (lease: Held) => lease.writtenAt + ttlMs - renewMs - now();
+  const valid = (lease: Held) => remaining(lease) > 0;
+  /** Pause between tries of a failed renewal. */
+  const retryMs = Math.max(10, Math.floor(renewMs / 10));
 
   function lose(key: string, reason: string): void {
     if (!held.delete(key)) return;
@@ -68,6 +72,38 @@ export function createLeaseTable(options: LeaseTableOptions) {
     }
   }
 
+  async function renew(key: string, lease: Held): Promise<void> {
+    let failure: string | null = null;
+    while (held.get(key) === lease) {
+      const left = remaining(lease);
+      if (left <= 0) return lose(key, failure ? `not renewed in time (${failure})` : 'not renewed in time');
+      const writtenAt = now();
+      try {
+        const revision = await kv.update(key, lease.value, lease.revision, Math.min(renewMs, left));
+        // Released while the renewal was in flight: the release removed the old revision (or found it gone),
+        // so the new one is removed here, or the key would stay taken until it expires.
+        if (held.get(key) !== lease) return await removeRevision(key, revision);
+        lease.revision = revision;
+        lease.writtenAt = writtenAt;
+        return;
+      } catch (err) {
+        if (held.get(key) !== lease) return;
+        if (isTaken(err)) {
+          // An earlier try of ours may have been applied with its answer lost: the key then holds our value at a
+          // newer revision. Adopted (its write time unknown, the lease keeps the older one), then renewed again.
+          const current = await kv.get(key).catch(() => null);
+          if (current && current.revision > lease.revision && current.string() === lease.value) {
+            lease.revision = current.revision;
+            continue;
+          }
+          return lose(key, 'taken over (compare-and-set failed)');
+        }
+        failure = (err as Error).message;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs, Math.max(0, remaining(lease)))));
+      }
+    }
+  }
+
   return {
     /** Claims `key` if nobody holds it; false when someone does (or NATS did not answer). */
     async claim(key: string, value: string): Promise<boolean> {
@@ -83,30 +119,12 @@ export function createLeaseTable(options: LeaseTableOptions) {
       }
     },
 
-    /** Renews every lease (in parallel); each failure loses that lease. */
+    /**
+     * Renews every lease (in parallel). A lease taken over is lost; a renewal that fails otherwise is tried again
+     * until it succeeds or the lease runs out (then it is lost).
+     */
     async renewAll(): Promise<void> {
-      await Promise.all(
-        [...held].map(async ([key, lease]) => {
-          if (!valid(lease)) return lose(key, 'not renewed in time');
-          const writtenAt = now();
-          try {
-            const revision = await kv.update(key, lease.value, lease.revision, renewMs);
-            // Released while the renewal was in flight: the release removed the old revision (or found it gone),
-            // so the new one is removed here, or the key would stay taken until it expires.
-            if (held.get(key) !== lease) return await removeRevision(key, revision);
-            lease.revision = revision;
-            lease.writtenAt = writtenAt;
-          } catch (err) {
-            if (held.get(key) !== lease) return;
-            lose(
-              key,
-              isTaken(err)
-                ? 'taken over (compare-and-set failed)'
-                : `renewal failed: ${(err as Error).message}`,
-            );
-          }
-        }),
-      );
+      await Promise.all([...held].map(([key, lease]) => renew(key, lease)));
     },
 
     /** Lets go of `key` at once: removes our revision only, so another holder is never hit. */

@@ -1,6 +1,7 @@
 // The lease table over a real JetStream KV bucket: a lease lost while its consequences take a while to play out
-// (a shard's in-flight orders answered first) does not hold up the renewal of the other leases, and a release
-// racing a renewal leaves the key free.
+// (a shard's in-flight orders answered first) does not hold up the renewal of the other leases, a release
+// racing a renewal leaves the key free, and a stalled NATS server (SIGSTOP on a private one) costs the lease only
+// when the stall outlasts it.
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -11,6 +12,7 @@ import {
   type LeaseTableOptions,
 } from '../../lib/cluster/lease-table';
 import { NATS_URL, natsTest, quietLogger, uniquePrefix, until } from './cluster-fixtures';
+import { startPrivateNats } from './private-nats';
 
 const TTL_MS = 1500;
 const RENEW_MS = 300;
@@ -20,10 +22,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function withLeaseTable(
   onLost: LeaseTableOptions['onLost'],
   body: (context: { table: LeaseTable; kv: KV; jsm: JetStreamManager; bucket: string }) => Promise<void>,
+  servers = NATS_URL,
 ): Promise<void> {
-  const nc = await connect({ servers: NATS_URL });
+  const nc = await connect({ servers });
   const bucket = uniquePrefix('leases');
-  const kv = await new Kvm(nc).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.Memory });
+  const kv = await new Kvm(nc).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
   const jsm = await jetstreamManager(nc);
   const table = createLeaseTable({
     kv,
@@ -106,4 +109,108 @@ natsTest('a release while a renewal is in flight leaves the key free at once, no
       );
     },
   ),
+);
+
+/** Renews every RENEW_MS as the ownership module does and samples `holds(key)` every 2 ms until stopped. */
+function renewingAndSampling(table: LeaseTable, key: string) {
+  let running = true;
+  let droppedAt: number | null = null;
+  const loop = (async () => {
+    while (running) {
+      await table.renewAll();
+      await sleep(RENEW_MS);
+    }
+  })();
+  const sampler = setInterval(() => {
+    if (droppedAt === null && !table.holds(key)) droppedAt = Date.now();
+  }, 2);
+  return {
+    droppedAt: () => droppedAt,
+    async stop() {
+      running = false;
+      clearInterval(sampler);
+      await loop;
+    },
+  };
+}
+
+natsTest(
+  'NATS stalled for less than the lease: the renewal is tried again and the lease is never dropped',
+  async (t) => {
+    const nats = await startPrivateNats();
+    const lost: string[] = [];
+    try {
+      await withLeaseTable(
+        (key, reason) => void lost.push(`${key}: ${reason}`),
+        async ({ table, kv }) => {
+          t.true(await table.claim('shard-1', 'me'));
+          const renewing = renewingAndSampling(table, 'shard-1');
+          try {
+            await sleep(RENEW_MS + 100); // renewed at least once
+            const before = (await kv.get('shard-1'))!.revision;
+            // Longer than a renewal's wait for its answer, well within the lease: a renewal sent meanwhile is
+            // answered by nobody, and on SIGCONT the server applies it (its answer arrives too late to count).
+            nats.pause();
+            await sleep(2 * RENEW_MS);
+            nats.resume();
+            await sleep(3 * RENEW_MS);
+            t.deepEqual(lost, []);
+            t.is(renewing.droppedAt(), null, 'held throughout');
+            const after = await kv.get('shard-1');
+            t.is(after?.string(), 'me');
+            t.true(after!.revision > before + 1, `renewed since: revision ${before} -> ${after?.revision}`);
+          } finally {
+            await renewing.stop();
+          }
+        },
+        nats.url,
+      );
+    } finally {
+      nats.resume();
+      await nats.close();
+    }
+  },
+);
+
+natsTest(
+  'NATS stalled for longer than the lease: the holder lets go while the server is still stalled',
+  async (t) => {
+    const nats = await startPrivateNats();
+    const lost: string[] = [];
+    try {
+      await withLeaseTable(
+        (key, reason) => void lost.push(`${key}: ${reason}`),
+        async ({ table }) => {
+          t.true(await table.claim('shard-1', 'me'));
+          const renewing = renewingAndSampling(table, 'shard-1');
+          try {
+            await sleep(RENEW_MS + 100);
+            nats.pause();
+            const pausedAt = Date.now();
+            // The server's TTL counts from the last renewal it applied, before the pause: nobody could claim the
+            // key before pausedAt + TTL_MS, and the holder stops serving it one renewal period before that.
+            await until(
+              () => renewing.droppedAt() !== null && lost.length > 0,
+              TTL_MS + 500,
+              () => `lost: ${lost}`,
+            );
+            t.true(
+              renewing.droppedAt()! - pausedAt < TTL_MS,
+              `dropped after ${renewing.droppedAt()! - pausedAt} ms`,
+            );
+            t.true(Date.now() - pausedAt < TTL_MS + 500, 'while NATS is still stalled');
+            t.is(lost.length, 1);
+            t.regex(lost[0], /^shard-1: not renewed in time/);
+          } finally {
+            nats.resume(); // the renewals' last tries end at once
+            await renewing.stop();
+          }
+        },
+        nats.url,
+      );
+    } finally {
+      nats.resume();
+      await nats.close();
+    }
+  },
 );

@@ -1,6 +1,7 @@
 // A private nats-server with JetStream on a free port and a store directory of its own, for tests that stop
 // and restart NATS: the shared server at 127.0.0.1:4222 serves other tests at the same time and is never
-// disturbed. `stop()` kills it (-9, as a crash), `start()` brings it back on the same port and store.
+// disturbed. `stop()` kills it (-9, as a crash), `start()` brings it back on the same port and store; `pause()`
+// and `resume()` stall it and let it go on.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -34,6 +35,10 @@ export interface PrivateNats {
   start(): Promise<void>;
   /** kill -9; resolves once the process has exited. */
   stop(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing (a stalled server) until `resume()`. */
+  pause(): void;
+  /** SIGCONT: it works through what arrived meanwhile (nothing when it is not running). */
+  resume(): void;
   /** Stops it if running and deletes its store. */
   close(): Promise<void>;
 }
@@ -75,6 +80,12 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       if (child.exitCode === null) child.kill('SIGKILL');
       await exited;
       child = null;
+    },
+    pause() {
+      if (!child?.kill('SIGSTOP')) throw new Error('the private nats-server is not running');
+    },
+    resume() {
+      child?.kill('SIGCONT');
     },
     async close() {
       await nats.stop();
