@@ -17,6 +17,12 @@ export interface LoadOptions {
   headers?: Record<string, string>;
   /** A POST's JSON bodies, one taken at random per request. */
   bodies?: string[];
+  /**
+   * The generator thread's nice value (Linux: per thread; pid 0 in setPriority is the calling thread), so that
+   * on a shared machine it yields a core to the service's threads, as clients on other machines would; absent or
+   * 0: the same priority as the service.
+   */
+  nice?: number;
 }
 
 export interface LoadResult {
@@ -28,13 +34,25 @@ export interface LoadResult {
   failed: number;
 }
 
-/** Runs the load in a worker thread; resolves with its summary. */
-export function loadInWorker(options: LoadOptions): Promise<LoadResult> {
+type WorkerMessage = { started: true } | { result: LoadResult };
+
+/**
+ * Runs the load in a worker thread; resolves with its summary. `onStarted` is called when the load itself
+ * begins, after the worker's start-up (its thread, the tsx loader, autocannon's modules), which a measurement of
+ * the service must leave out: it is the generator's work, not the service's.
+ */
+export function loadInWorker(options: LoadOptions, onStarted?: () => void): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
-    // A worker does not inherit the tsx loader: it registers it, then loads this TypeScript file.
-    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
+    // A worker does not inherit the tsx loader: it registers it, then loads this TypeScript file. Its nice value
+    // is set first, so that its start-up already yields to the service.
+    const bootstrap = `const { workerData } = require('node:worker_threads');
+      if (workerData.nice) require('node:os').setPriority(0, workerData.nice);
+      import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
     const worker = new Worker(bootstrap, { eval: true, workerData: options });
-    worker.once('message', (result: LoadResult) => resolve(result));
+    worker.on('message', (message: WorkerMessage) => {
+      if ('started' in message) onStarted?.();
+      else resolve(message.result);
+    });
     worker.once('error', reject);
     worker.once('exit', (code) => {
       if (code !== 0) reject(new Error(`load worker exited with ${code}`));
@@ -44,6 +62,7 @@ export function loadInWorker(options: LoadOptions): Promise<LoadResult> {
 
 if (parentPort && workerData) {
   const o = workerData as LoadOptions;
+  parentPort.postMessage({ started: true } satisfies WorkerMessage);
   // In a worker thread autocannon returns its raw histograms; aggregateResult turns them into the usual result.
   const raw = await autocannon({
     url: o.url,
@@ -74,5 +93,5 @@ if (parentPort && workerData) {
     p99Ms: r.latency.p99,
     failed: r.non2xx + r.errors + r.timeouts,
   };
-  parentPort.postMessage(result);
+  parentPort.postMessage({ result } satisfies WorkerMessage);
 }
