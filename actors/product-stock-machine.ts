@@ -9,7 +9,8 @@
 // settled at once and the product is read again afterwards (a read that starts after the news has the commit).
 // Replaying it on the read instead would count a commit the read had seen twice. Stock given back by a
 // cancellation is not added to the view either, for the same reason: its commit is not ordered with the
-// actor's reads, so the actor re-reads the product (RELOAD) instead.
+// actor's reads, so the actor re-reads the product (RELOAD) instead. A RELOAD during I/O is not queued either:
+// the actor reads once more when the I/O is done, however many came (a burst of cancellations costs one read).
 import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 import { statusFollowingStock } from './product-status';
 import { judgeLine, type ProductView, type RefusalReason } from './stock-rules';
@@ -60,8 +61,11 @@ export interface ProductStockContext {
   /** Whether the actor held a reservation at some point of the current idle period (see `ready`). */
   heldThisPeriod: boolean;
   loadedAt: number;
-  /** A commit's news (COMMITTED) arrived during the read under way: read again once it is done. */
-  committedDuringRead: boolean;
+  /**
+   * A commit's news (COMMITTED) or a RELOAD arrived during the read or write under way: read again once it is
+   * done (once, however many arrived).
+   */
+  readAgain: boolean;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
   current: Extract<StockCommand, { type: 'EXCLUSIVE' }> | null;
@@ -73,7 +77,7 @@ export interface ProductStockInput {
   freshMs: number;
 }
 
-const DEFERRED = ['RESERVE', 'RELEASE', 'RELOAD', 'EXCLUSIVE'] as const;
+const DEFERRED = ['RESERVE', 'RELEASE', 'EXCLUSIVE'] as const;
 
 const available = (context: ProductStockContext) => (context.product?.stock ?? 0) - context.reserved;
 
@@ -112,7 +116,7 @@ const stockSetup = setup({
     /** Nothing reserved or waiting now, and nothing reserved at any time since the idle period began. */
     idleAllPeriod: ({ context }) =>
       context.reserved === 0 && context.pending.length === 0 && !context.heldThisPeriod,
-    committedDuringRead: ({ context }) => context.committedDuringRead,
+    readAgain: ({ context }) => context.readAgain,
   },
   actions: {
     defer: assign({
@@ -141,9 +145,10 @@ const stockSetup = setup({
     /** During a read: the units are no longer reserved (they are in the database); the stock comes from a re-read. */
     settleDuringRead: assign(({ context }, params: { released: number }) => ({
       reserved: Math.max(0, context.reserved - params.released),
-      committedDuringRead: true,
+      readAgain: true,
     })),
-    clearCommittedDuringRead: assign({ committedDuringRead: false }),
+    markReadAgain: assign({ readAgain: true }),
+    clearReadAgain: assign({ readAgain: false }),
     takeExclusive: assign({ current: (_, params: { command: ExclusiveCommand }) => params.command }),
     // Replies hand the decision back to the waiting caller (resolving its promise); no I/O here.
     replyReserved: ({ context }, params: { command: ReserveCommand }) => {
@@ -168,7 +173,8 @@ const stockSetup = setup({
   },
 });
 
-// While loading or writing, every command waits its turn; the news of a commit settles at once.
+// While loading or writing, every command waits its turn; the news of a commit settles at once, and it and any
+// RELOAD make the actor read once more when the I/O is done (RELOADs arriving together cost one read).
 const duringRead = {
   ...Object.fromEntries(
     DEFERRED.map((type) => [
@@ -189,6 +195,7 @@ const duringRead = {
       }),
     },
   },
+  RELOAD: { actions: 'markReadAgain' as const },
 };
 
 export const productStockMachine = stockSetup.createMachine({
@@ -201,7 +208,7 @@ export const productStockMachine = stockSetup.createMachine({
     reserved: 0,
     heldThisPeriod: false,
     loadedAt: 0,
-    committedDuringRead: false,
+    readAgain: false,
     pending: [],
     current: null,
   }),
@@ -213,12 +220,12 @@ export const productStockMachine = stockSetup.createMachine({
         src: 'loadProduct',
         input: ({ context }) => ({ productId: context.productId }),
         onDone: [
-          // The read may have missed a commit whose news came meanwhile: read again.
+          // The read may have missed a commit or a change whose news came meanwhile: read again.
           {
-            guard: 'committedDuringRead',
+            guard: 'readAgain',
             target: 'loading',
             reenter: true,
-            actions: 'clearCommittedDuringRead',
+            actions: 'clearReadAgain',
           },
           { target: 'ready', actions: { type: 'adoptLoaded', params: ({ event }) => event.output } },
         ],
@@ -275,14 +282,15 @@ export const productStockMachine = stockSetup.createMachine({
         src: 'runExclusive',
         input: ({ context }) => ({ run: context.current!.run }),
         onDone: [
-          // Its view may have missed a commit whose news came meanwhile: answer with it, then read again.
+          // Its view may have missed a commit or a change whose news came meanwhile: answer with it, then read
+          // again.
           {
-            guard: 'committedDuringRead',
+            guard: 'readAgain',
             target: 'loading',
             actions: [
               { type: 'adoptLoaded', params: ({ event }) => event.output },
               'replyExclusive',
-              'clearCommittedDuringRead',
+              'clearReadAgain',
             ],
           },
           {
@@ -295,7 +303,7 @@ export const productStockMachine = stockSetup.createMachine({
           target: 'loading',
           actions: [
             { type: 'failExclusive', params: ({ event }) => ({ error: event.error }) },
-            'clearCommittedDuringRead',
+            'clearReadAgain',
           ],
         },
       },

@@ -191,6 +191,24 @@ test('news of a cancellation during a read makes the actor read again; so does a
   actor.stop();
 });
 
+test('RELOADs arriving during a read cost one more read, however many; the commands waiting are decided on it', async (t) => {
+  const loader = heldLoader();
+  const { actor, reserve, send, view } = start(loader.load);
+  await loader.answer(2);
+  send({ type: 'RELOAD' });
+  // A burst of cancellations of this product while it reads: five RELOADs, and an order waiting.
+  for (let i = 0; i < 5; i++) send({ type: 'RELOAD' });
+  const waiting = reserve(4);
+  await loader.answer(2);
+  t.is(loader.reads(), 3, 'one more read');
+  await loader.answer(7);
+  t.like(await waiting, { ok: true }, 'decided on the last read');
+  t.like(view(), { value: 'ready', stock: 7, reserved: 4 });
+  await sleep(5);
+  t.is(loader.reads(), 3, 'and no further reads');
+  actor.stop();
+});
+
 test('a stale view is re-read before a refusal', async (t) => {
   let stock = 0;
   const { actor, reserve } = start(async () => product({ stock }), { freshMs: 0 });
