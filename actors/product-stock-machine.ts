@@ -9,8 +9,9 @@
 // settled at once and the product is read again afterwards (a read that starts after the news has the commit).
 // Replaying it on the read instead would count a commit the read had seen twice. Stock given back by a
 // cancellation is not added to the view either, for the same reason: its commit is not ordered with the
-// actor's reads, so the actor re-reads the product (RELOAD) instead. A RELOAD during I/O is not queued either:
-// the actor reads once more when the I/O is done, however many came (a burst of cancellations costs one read).
+// actor's reads, so the actor re-reads the product (RELOAD) instead. During I/O one RELOAD waits in order with
+// the commands and further ones add nothing, so a burst of cancellations costs one read, and the commands that
+// came before it are decided on the read under way (a stream of RELOADs cannot hold them back).
 import { assign, enqueueActions, fromPromise, setup } from 'xstate';
 import { statusFollowingStock } from './product-status';
 import { judgeLine, type ProductView, type RefusalReason } from './stock-rules';
@@ -61,10 +62,7 @@ export interface ProductStockContext {
   /** Whether the actor held a reservation at some point of the current idle period (see `ready`). */
   heldThisPeriod: boolean;
   loadedAt: number;
-  /**
-   * A commit's news (COMMITTED) or a RELOAD arrived during the read or write under way: read again once it is
-   * done (once, however many arrived).
-   */
+  /** A commit's news (COMMITTED) arrived during the read or write under way: read again once it is done. */
   readAgain: boolean;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
@@ -117,6 +115,7 @@ const stockSetup = setup({
     idleAllPeriod: ({ context }) =>
       context.reserved === 0 && context.pending.length === 0 && !context.heldThisPeriod,
     readAgain: ({ context }) => context.readAgain,
+    reloadQueued: ({ context }) => context.pending.some((command) => command.type === 'RELOAD'),
   },
   actions: {
     defer: assign({
@@ -147,8 +146,11 @@ const stockSetup = setup({
       reserved: Math.max(0, context.reserved - params.released),
       readAgain: true,
     })),
-    markReadAgain: assign({ readAgain: true }),
-    clearReadAgain: assign({ readAgain: false }),
+    // The read about to start comes after every RELOAD waiting: they need no read of their own.
+    clearReadAgain: assign({
+      readAgain: false,
+      pending: ({ context }) => context.pending.filter((command) => command.type !== 'RELOAD'),
+    }),
     takeExclusive: assign({ current: (_, params: { command: ExclusiveCommand }) => params.command }),
     // Replies hand the decision back to the waiting caller (resolving its promise); no I/O here.
     replyReserved: ({ context }, params: { command: ReserveCommand }) => {
@@ -173,8 +175,8 @@ const stockSetup = setup({
   },
 });
 
-// While loading or writing, every command waits its turn; the news of a commit settles at once, and it and any
-// RELOAD make the actor read once more when the I/O is done (RELOADs arriving together cost one read).
+// While loading or writing, every command waits its turn (a RELOAD at most once); the news of a commit settles at
+// once and makes the actor read again when the I/O is done.
 const duringRead = {
   ...Object.fromEntries(
     DEFERRED.map((type) => [
@@ -195,7 +197,17 @@ const duringRead = {
       }),
     },
   },
-  RELOAD: { actions: 'markReadAgain' as const },
+  // One RELOAD waits in order with the commands (those before it are decided on the read under way, those
+  // after it on a read that starts after it); more RELOADs meanwhile add nothing.
+  RELOAD: [
+    { guard: 'reloadQueued' as const },
+    {
+      actions: {
+        type: 'defer' as const,
+        params: ({ event }: { event: StockCommand }) => ({ command: event }),
+      },
+    },
+  ],
 };
 
 export const productStockMachine = stockSetup.createMachine({

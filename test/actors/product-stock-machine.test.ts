@@ -209,6 +209,21 @@ test('RELOADs arriving during a read cost one more read, however many; the comma
   actor.stop();
 });
 
+test('an order waiting before a stream of RELOADs is decided on the next read, not after the stream', async (t) => {
+  const loader = heldLoader();
+  const { actor, send } = start(loader.load);
+  let answer: ReserveReply | null = null;
+  // The order arrives during the first read, before any RELOAD; then a cancellation lands during every read.
+  send({ type: 'RESERVE', quantity: 1, at: Date.now(), reply: (reply) => (answer = reply), fail: () => {} });
+  for (let read = 0; read < 10 && answer === null; read++) {
+    send({ type: 'RELOAD' });
+    await loader.answer(5);
+  }
+  t.like(answer, { ok: true });
+  t.is(loader.reads(), 2, 'decided on the first read; the RELOAD after it made one more');
+  actor.stop();
+});
+
 test('a stale view is re-read before a refusal', async (t) => {
   let stock = 0;
   const { actor, reserve } = start(async () => product({ stock }), { freshMs: 0 });
