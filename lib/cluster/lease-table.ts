@@ -41,8 +41,11 @@ export function isTaken(err: unknown): boolean {
 
 export function createLeaseTable(options: LeaseTableOptions) {
   const { kv, ttlMs, renewMs, logger } = options;
-  const now = options.now ?? Date.now;
+  // Monotonic: a wall clock stepped back would stretch a lease past the server's TTL.
+  const now = options.now ?? (() => performance.now());
   const held = new Map<string, Held>();
+  /** Set by `stopRetrying()` (the instance is leaving): a failed renewal is not tried again. */
+  let retrying = true;
 
   /** How long the lease may still be served on (it is lost at 0). */
   const remaining = (lease: Held) => lease.writtenAt + ttlMs - renewMs - now();
@@ -99,6 +102,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
           return lose(key, 'taken over (compare-and-set failed)');
         }
         failure = (err as Error).message;
+        if (!retrying) return;
         await new Promise((resolve) => setTimeout(resolve, Math.min(retryMs, Math.max(0, remaining(lease)))));
       }
     }
@@ -125,6 +129,14 @@ export function createLeaseTable(options: LeaseTableOptions) {
      */
     async renewAll(): Promise<void> {
       await Promise.all([...held].map(([key, lease]) => renew(key, lease)));
+    },
+
+    /**
+     * The instance is leaving (its keys are released next): a renewal under way is not tried again after a
+     * failure, so leaving does not wait for the leases' validity while NATS is away.
+     */
+    stopRetrying(): void {
+      retrying = false;
     },
 
     /** Lets go of `key` at once: removes our revision only, so another holder is never hit. */

@@ -183,6 +183,8 @@ export function createOwnership(deps: OwnershipDeps) {
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {
       stopped = true;
+      shardLeases.stopRetrying();
+      memberLeases.stopRetrying();
       for (const loop of loops) if (loop.timer) clearTimeout(loop.timer);
       await Promise.all(loops.map((loop) => loop.running));
       // Every key still in the table, also one whose renewal is overdue but not yet declared lost.
