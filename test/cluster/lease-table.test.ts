@@ -134,114 +134,106 @@ function renewingAndSampling(table: LeaseTable, key: string) {
   };
 }
 
+/**
+ * A lease table (as `withLeaseTable`) on a private nats-server the test may stall (`nats.pause()`); the leases
+ * lost are collected as `key: reason`. NATS is let go on before the bucket is destroyed.
+ */
+async function withStallableNats(
+  body: (context: {
+    table: LeaseTable;
+    kv: KV;
+    nats: Awaited<ReturnType<typeof startPrivateNats>>;
+    lost: string[];
+  }) => Promise<void>,
+): Promise<void> {
+  const nats = await startPrivateNats();
+  const lost: string[] = [];
+  try {
+    await withLeaseTable(
+      (key, reason) => void lost.push(`${key}: ${reason}`),
+      async ({ table, kv }) => {
+        try {
+          await body({ table, kv, nats, lost });
+        } finally {
+          nats.resume();
+        }
+      },
+      nats.url,
+    );
+  } finally {
+    await nats.close();
+  }
+}
+
 natsTest(
   'NATS stalled for less than the lease: the renewal is tried again and the lease is never dropped',
-  async (t) => {
-    const nats = await startPrivateNats();
-    const lost: string[] = [];
-    try {
-      await withLeaseTable(
-        (key, reason) => void lost.push(`${key}: ${reason}`),
-        async ({ table, kv }) => {
-          t.true(await table.claim('shard-1', 'me'));
-          const renewing = renewingAndSampling(table, 'shard-1');
-          try {
-            await sleep(RENEW_MS + 100); // renewed at least once
-            const before = (await kv.get('shard-1'))!.revision;
-            // Longer than a renewal's wait for its answer, well within the lease: a renewal sent meanwhile is
-            // answered by nobody, and on SIGCONT the server applies it (its answer arrives too late to count).
-            nats.pause();
-            await sleep(2 * RENEW_MS);
-            nats.resume();
-            await sleep(3 * RENEW_MS);
-            t.deepEqual(lost, []);
-            t.is(renewing.droppedAt(), null, 'held throughout');
-            const after = await kv.get('shard-1');
-            t.is(after?.string(), 'me');
-            t.true(after!.revision > before + 1, `renewed since: revision ${before} -> ${after?.revision}`);
-          } finally {
-            await renewing.stop();
-          }
-        },
-        nats.url,
-      );
-    } finally {
-      nats.resume();
-      await nats.close();
-    }
-  },
+  (t) =>
+    withStallableNats(async ({ table, kv, nats, lost }) => {
+      t.true(await table.claim('shard-1', 'me'));
+      const renewing = renewingAndSampling(table, 'shard-1');
+      try {
+        await sleep(RENEW_MS + 100); // renewed at least once
+        const before = (await kv.get('shard-1'))!.revision;
+        // Longer than a renewal's wait for its answer, well within the lease: a renewal sent meanwhile is
+        // answered by nobody, and on SIGCONT the server applies it (its answer arrives too late to count).
+        nats.pause();
+        await sleep(2 * RENEW_MS);
+        nats.resume();
+        await sleep(3 * RENEW_MS);
+        t.deepEqual(lost, []);
+        t.is(renewing.droppedAt(), null, 'held throughout');
+        const after = await kv.get('shard-1');
+        t.is(after?.string(), 'me');
+        t.true(after!.revision > before + 1, `renewed since: revision ${before} -> ${after?.revision}`);
+      } finally {
+        await renewing.stop();
+      }
+    }),
 );
 
 natsTest(
   'NATS stalled for longer than the lease: the holder lets go while the server is still stalled',
-  async (t) => {
-    const nats = await startPrivateNats();
-    const lost: string[] = [];
-    try {
-      await withLeaseTable(
-        (key, reason) => void lost.push(`${key}: ${reason}`),
-        async ({ table }) => {
-          t.true(await table.claim('shard-1', 'me'));
-          const renewing = renewingAndSampling(table, 'shard-1');
-          try {
-            await sleep(RENEW_MS + 100);
-            nats.pause();
-            const pausedAt = Date.now();
-            // The server's TTL counts from the last renewal it applied, before the pause: nobody could claim the
-            // key before pausedAt + TTL_MS, and the holder stops serving it one renewal period before that.
-            await until(
-              () => renewing.droppedAt() !== null && lost.length > 0,
-              TTL_MS + 500,
-              () => `lost: ${lost}`,
-            );
-            t.true(
-              renewing.droppedAt()! - pausedAt < TTL_MS,
-              `dropped after ${renewing.droppedAt()! - pausedAt} ms`,
-            );
-            t.true(Date.now() - pausedAt < TTL_MS + 500, 'while NATS is still stalled');
-            t.is(lost.length, 1);
-            t.regex(lost[0], /^shard-1: not renewed in time/);
-          } finally {
-            nats.resume(); // the renewals' last tries end at once
-            await renewing.stop();
-          }
-        },
-        nats.url,
-      );
-    } finally {
-      nats.resume();
-      await nats.close();
-    }
-  },
+  (t) =>
+    withStallableNats(async ({ table, nats, lost }) => {
+      t.true(await table.claim('shard-1', 'me'));
+      const renewing = renewingAndSampling(table, 'shard-1');
+      try {
+        await sleep(RENEW_MS + 100);
+        nats.pause();
+        const pausedAt = Date.now();
+        // The server's TTL counts from the last renewal it applied, before the pause: nobody could claim the
+        // key before pausedAt + TTL_MS, and the holder stops serving it one renewal period before that.
+        await until(
+          () => renewing.droppedAt() !== null && lost.length > 0,
+          TTL_MS + 500,
+          () => `lost: ${lost}`,
+        );
+        t.true(
+          renewing.droppedAt()! - pausedAt < TTL_MS,
+          `dropped after ${renewing.droppedAt()! - pausedAt} ms`,
+        );
+        t.true(Date.now() - pausedAt < TTL_MS + 500, 'while NATS is still stalled');
+        t.is(lost.length, 1);
+        t.regex(lost[0], /^shard-1: not renewed in time/);
+      } finally {
+        nats.resume(); // the renewals' last tries end at once
+        await renewing.stop();
+      }
+    }),
 );
 
-natsTest(
-  'a leaving instance does not retry a failed renewal: stop is not held up by a stalled NATS',
-  async (t) => {
-    const nats = await startPrivateNats();
-    const lost: string[] = [];
-    try {
-      await withLeaseTable(
-        (key, reason) => void lost.push(`${key}: ${reason}`),
-        async ({ table }) => {
-          t.true(await table.claim('shard-1', 'me'));
-          nats.pause();
-          const startedAt = Date.now();
-          const renewal = table.renewAll(); // its first try waits up to RENEW_MS for an answer, then it would retry
-          await sleep(RENEW_MS / 3);
-          table.stopRetrying();
-          await renewal;
-          const took = Date.now() - startedAt;
-          t.true(took < 2 * RENEW_MS, `the renewal ended ${took} ms after NATS stalled`);
-          t.deepEqual(lost, [], 'nothing declared lost: the instance releases its keys next');
-          t.true(table.holds('shard-1'), 'still valid');
-          nats.resume(); // before the bucket is destroyed
-        },
-        nats.url,
-      );
-    } finally {
-      nats.resume();
-      await nats.close();
-    }
-  },
+natsTest('a leaving instance does not retry a failed renewal: stop is not held up by a stalled NATS', (t) =>
+  withStallableNats(async ({ table, nats, lost }) => {
+    t.true(await table.claim('shard-1', 'me'));
+    nats.pause();
+    const startedAt = Date.now();
+    const renewal = table.renewAll(); // its first try waits up to RENEW_MS for an answer, then it would retry
+    await sleep(RENEW_MS / 3);
+    table.stopRetrying();
+    await renewal;
+    const took = Date.now() - startedAt;
+    t.true(took < 2 * RENEW_MS, `the renewal ended ${took} ms after NATS stalled`);
+    t.deepEqual(lost, [], 'nothing declared lost: the instance releases its keys next');
+    t.true(table.holds('shard-1'), 'still valid');
+  }),
 );
