@@ -21,7 +21,7 @@ interface DriverErrorLike {
   cause?: unknown;
 }
 
-// Network and protocol failures (node:net, mysql2), lock and statement timeouts (MariaDB, MySQL),
+// Network and protocol failures (node:net, mysql2), lock and statement timeouts and deadlocks (MariaDB, MySQL),
 // refusals by an overloaded or stopping server, and SQLite's busy timeout running out.
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -38,6 +38,8 @@ const UNAVAILABLE_CODES = new Set([
   'PROTOCOL_SEQUENCE_TIMEOUT',
   'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
   'ER_LOCK_WAIT_TIMEOUT',
+  // A deadlock victim was rolled back entirely: nothing was written, and a retry may pass.
+  'ER_LOCK_DEADLOCK',
   'ER_STATEMENT_TIMEOUT',
   'ER_QUERY_TIMEOUT',
   'ER_CON_COUNT_ERROR',

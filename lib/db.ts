@@ -203,6 +203,21 @@ export function isDeadlock(err: unknown): boolean {
   return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
 }
 
+/**
+ * Runs `work` (a whole transaction, or one statement) again when InnoDB picked it as a deadlock victim: the
+ * server rolled it back entirely, so nothing of it was written. After `attempts` the error goes on (answered
+ * 503 with Retry-After, lib/db-errors.ts). Lock wait timeouts are not retried: they already waited long.
+ */
+export async function retryDeadlocks<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (driverError(err)?.code !== 'ER_LOCK_DEADLOCK' || attempt >= attempts) throw err;
+    }
+  }
+}
+
 /** Money is integer cents in code; DECIMAL(12,2) in the database (mysql2 returns strings, SQLite numbers). */
 export function toCents(value: string | number): number {
   if (typeof value === 'number') return Math.round(value * 100);

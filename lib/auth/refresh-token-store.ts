@@ -3,7 +3,7 @@
 // is issued. Presenting a used token again means it leaked (or a client raced itself): the whole family
 // is revoked, so the thief's and the owner's newest tokens stop working alike.
 import crypto from 'node:crypto';
-import type { Db, Trx } from '../db';
+import { retryDeadlocks, type Db, type Trx } from '../db';
 import { UnauthenticatedError } from '../errors';
 import type { Logger } from '../logger';
 import { createRefreshTokenRepository, type RefreshTokenRow } from './refresh-token-repository';
@@ -63,11 +63,13 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
         throw new UnauthenticatedError('TOKEN_EXPIRED', 'Refresh token has expired');
       }
       const memberId = Number(row.member_id);
-      const next = await db.transaction(async (trx) => {
-        // The conditional UPDATE decides between racing presentations of the same token: exactly one
-        // marks it used; the others see 0 rows and are treated as reuse.
-        return (await repository.markUsed(row.id, trx)) ? issue(memberId, row.family_id, trx) : null;
-      });
+      const next = await retryDeadlocks(() =>
+        db.transaction(async (trx) => {
+          // The conditional UPDATE decides between racing presentations of the same token: exactly one
+          // marks it used; the others see 0 rows and are treated as reuse.
+          return (await repository.markUsed(row.id, trx)) ? issue(memberId, row.family_id, trx) : null;
+        }),
+      );
       if (next === null) {
         const revoked = await repository.revokeFamily(row.family_id);
         log.warn({ memberId, revoked }, 'Reuse of a rotated refresh token: token family revoked');

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import { RateLimiterMySQL, RateLimiterRes, RateLimiterSQLite } from 'rate-limiter-flexible';
 import type { RateLimit } from '../config';
-import { dialect, type Db } from '../db';
+import { dialect, retryDeadlocks, type Db } from '../db';
 import { TooManyRequestsError } from '../errors';
 import type { Logger } from '../logger';
 
@@ -47,10 +47,12 @@ export function createRateLimits(deps: { db: Db; logger: Logger }) {
       clearExpiredByTimeout: false, // sweep() below, one timer for the shared table
     };
     const store = mysql ? new RateLimiterMySQL({ ...options, dbName }) : new RateLimiterSQLite(options);
+    // Every store call is one short transaction on a shared counter row (an upsert, then a read): on MariaDB
+    // concurrent upserts can deadlock, and the victim, rolled back entirely, is simply run again.
     return {
       async consume(key, message) {
         try {
-          await store.consume(key, 1);
+          await retryDeadlocks(() => store.consume(key, 1));
         } catch (err) {
           if (err instanceof RateLimiterRes) {
             throw new TooManyRequestsError(message, retryAfterSeconds(err.msBeforeNext));
@@ -59,10 +61,10 @@ export function createRateLimits(deps: { db: Db; logger: Logger }) {
         }
       },
       async refund(key) {
-        await store.reward(key, 1);
+        await retryDeadlocks(() => store.reward(key, 1));
       },
       async clear(key) {
-        await store.delete(key);
+        await retryDeadlocks(() => store.delete(key));
       },
     };
   }

@@ -1,6 +1,6 @@
 // A member's own profile (read, update, password change) and the admin's member list.
 import type { Config } from '../config';
-import type { Db } from '../db';
+import { retryDeadlocks, type Db } from '../db';
 import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
@@ -89,14 +89,16 @@ export function createMemberService(deps: MemberDeps) {
       patch.updatedAt = new Date();
 
       let revoked = 0;
-      await db.transaction(async (trx) => {
-        await repository.patch(member.id, patch, trx);
-        if (patch.passwordHash) {
-          revoked = await refreshTokens.revokeAllOf(member.id, trx);
-          // Every access token of the member carries the old version: they stop working.
-          await repository.bumpTokenVersion(member.id, trx);
-        }
-      });
+      await retryDeadlocks(() =>
+        db.transaction(async (trx) => {
+          await repository.patch(member.id, patch, trx);
+          if (patch.passwordHash) {
+            revoked = await refreshTokens.revokeAllOf(member.id, trx);
+            // Every access token of the member carries the old version: they stop working.
+            await repository.bumpTokenVersion(member.id, trx);
+          }
+        }),
+      );
       if (patch.passwordHash) memberVersions.forget(member.id);
       if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');

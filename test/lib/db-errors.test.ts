@@ -5,7 +5,7 @@ import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { Model } from 'objection';
-import { createDb, knexConfig } from '../../lib/db';
+import { createDb, knexConfig, retryDeadlocks } from '../../lib/db';
 import { isDatabaseUnavailable, safeErrorMessage, toClientError } from '../../lib/db-errors';
 import { ServiceUnavailableError } from '../../lib/errors';
 import { createLogger } from '../../lib/logger';
@@ -240,3 +240,68 @@ sqliteOnly('SQLite: a write lock held past the busy timeout is SQLITE_BUSY, "una
     await other.destroy();
   }
 });
+
+/**
+ * Two transactions that each lock their own member row, wait for each other, then update the other's row: a
+ * real InnoDB deadlock, of which MariaDB rolls back one. `attempt` counts the runs of each side; only the first
+ * run of each waits at the barrier (a retry runs after the other side is done).
+ */
+function crossLockers(ids: [number, number]) {
+  let arrived = 0;
+  let bothLocked!: () => void;
+  const barrier = new Promise<void>((resolve) => (bothLocked = resolve));
+  const attempts = [0, 0];
+  const side = (mine: 0 | 1) => () =>
+    db.transaction(async (trx) => {
+      attempts[mine]++;
+      await trx('members').where('id', ids[mine]).increment('token_version', 1);
+      if (attempts[mine] === 1) {
+        if (++arrived === 2) bothLocked();
+        await barrier;
+      }
+      await trx('members')
+        .where('id', ids[1 - mine])
+        .increment('token_version', 1);
+    });
+  return { sides: [side(0), side(1)] as const, attempts };
+}
+
+mysqlOnly(
+  'a deadlock victim is "unavailable" (503 with Retry-After, not 500); retryDeadlocks runs it again',
+  async (t) => {
+    const ids: [number, number] = [
+      (await db('members').insert(memberRow('deadlock-a@x.test')))[0],
+      (await db('members').insert(memberRow('deadlock-b@x.test')))[0],
+    ];
+    const versions = async () =>
+      (await db('members').whereIn('id', ids).orderBy('id').select('token_version')).map(
+        (r) => r.token_version,
+      );
+    const before = await versions();
+
+    // Without a retry: one side is the victim.
+    const plain = crossLockers(ids);
+    const outcomes = await Promise.allSettled(plain.sides.map((run) => run()));
+    const victims = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    t.is(victims.length, 1, JSON.stringify(outcomes.map((o) => o.status)));
+    const victim = victims[0].reason;
+    assertSafe(t, victim, /^ER_LOCK_DEADLOCK: /);
+    t.true(isDatabaseUnavailable(victim));
+    const client = toClientError(victim);
+    t.true(client instanceof ServiceUnavailableError);
+    t.deepEqual(
+      await versions(),
+      before.map((v) => v + 1),
+      'only the survivor wrote',
+    );
+
+    // With retryDeadlocks: the victim runs again and both sides are written.
+    const retried = crossLockers(ids);
+    await Promise.all(retried.sides.map((run) => retryDeadlocks(run)));
+    t.deepEqual([...retried.attempts].sort(), [1, 2], 'the victim ran twice');
+    t.deepEqual(
+      await versions(),
+      before.map((v) => v + 3),
+    );
+  },
+);
