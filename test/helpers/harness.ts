@@ -175,6 +175,12 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     database,
     async request(method, urlPath, requestOptions) {
       const res = await request(service.url, method, urlPath, requestOptions);
+      // A 500 is always a bug: what the service logged goes to the test's output, so a CI failure says why.
+      if (res.status === 500) {
+        process.stderr.write(
+          `[harness] 500 on ${method} ${urlPath}; the service's last log lines:\n${logs.lines.slice(-5).join('\n')}\n`,
+        );
+      }
       checkContract(service, method, urlPath, res);
       return res;
     },
