@@ -203,17 +203,24 @@ export function isDeadlock(err: unknown): boolean {
   return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
 }
 
+const isDeadlockVictim = (err: unknown) => driverError(err)?.code === 'ER_LOCK_DEADLOCK';
+
 /**
  * Runs `work` (a whole transaction, or one statement) again when InnoDB picked it as a deadlock victim: the
  * server rolled it back entirely, so nothing of it was written. After `attempts` the error goes on (answered
- * 503 with Retry-After, lib/db-errors.ts). Lock wait timeouts are not retried: they already waited long.
+ * 503 with Retry-After, lib/db-errors.ts). By default lock wait timeouts are not retried (they already waited
+ * long); `retryable` widens that (the order transitions also retry `isDeadlock`'s timeouts and SQLITE_BUSY).
  */
-export async function retryDeadlocks<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+export async function retryDeadlocks<T>(
+  work: () => Promise<T>,
+  attempts = 3,
+  retryable: (err: unknown) => boolean = isDeadlockVictim,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      if (driverError(err)?.code !== 'ER_LOCK_DEADLOCK' || attempt >= attempts) throw err;
+      if (!retryable(err) || attempt >= attempts) throw err;
     }
   }
 }

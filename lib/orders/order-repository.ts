@@ -1,7 +1,15 @@
 // All of the orders area's SQL: the order reads, the compare-and-set of a status change (with its
 // history and outbox rows), and the INSERTs that write placed orders. The idempotency keys have their
 // own small store (idempotency.ts).
-import { affectedRows, centsToDecimal, fromCents, isDeadlock, type Db, type Trx } from '../db';
+import {
+  affectedRows,
+  centsToDecimal,
+  fromCents,
+  isDeadlock,
+  retryDeadlocks,
+  type Db,
+  type Trx,
+} from '../db';
 import { fetchPage, type PageRequest } from '../query-helpers';
 import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
@@ -176,14 +184,12 @@ export function createOrderRepository(db: Db) {
       changedBy: number | null,
       extra?: (trx: Trx, now: Date) => Promise<void>,
     ): Promise<boolean> {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await casTransaction(order, from, to, changedBy, extra);
-        } catch (err) {
-          // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
-          if (!isDeadlock(err) || attempt >= MAX_DEADLOCK_ATTEMPTS) throw err;
-        }
-      }
+      // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
+      return retryDeadlocks(
+        () => casTransaction(order, from, to, changedBy, extra),
+        MAX_DEADLOCK_ATTEMPTS,
+        isDeadlock,
+      );
     },
   };
 }

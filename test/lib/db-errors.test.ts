@@ -5,7 +5,7 @@ import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { Model } from 'objection';
-import { createDb, knexConfig, retryDeadlocks } from '../../lib/db';
+import { createDb, isDeadlock, knexConfig, retryDeadlocks } from '../../lib/db';
 import { isDatabaseUnavailable, safeErrorMessage, toClientError } from '../../lib/db-errors';
 import { ServiceUnavailableError } from '../../lib/errors';
 import { createLogger } from '../../lib/logger';
@@ -305,3 +305,35 @@ mysqlOnly(
     );
   },
 );
+
+test('retryDeadlocks: only deadlock victims by default; a wider predicate (isDeadlock) also retries busy and lock waits', async (t) => {
+  const failingOnce = (code: string) => {
+    let runs = 0;
+    return {
+      runs: () => runs,
+      work: async () => {
+        runs += 1;
+        if (runs === 1) throw Object.assign(new Error(code), { code });
+        return 'done';
+      },
+    };
+  };
+  const busy = failingOnce('SQLITE_BUSY');
+  await t.throwsAsync(retryDeadlocks(busy.work), { message: 'SQLITE_BUSY' });
+  t.is(busy.runs(), 1);
+  const widened = failingOnce('ER_LOCK_WAIT_TIMEOUT');
+  t.is(await retryDeadlocks(widened.work, 3, isDeadlock), 'done');
+  t.is(widened.runs(), 2);
+  const victim = failingOnce('ER_LOCK_DEADLOCK');
+  t.is(await retryDeadlocks(victim.work), 'done');
+  t.is(victim.runs(), 2);
+  let always = 0;
+  const err = await t.throwsAsync(
+    retryDeadlocks(async () => {
+      always += 1;
+      throw Object.assign(new Error('again'), { code: 'ER_LOCK_DEADLOCK' });
+    }, 3),
+  );
+  t.is(err?.message, 'again');
+  t.is(always, 3, 'gives up after `attempts` runs');
+});
