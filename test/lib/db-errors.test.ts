@@ -142,6 +142,7 @@ mysqlOnly('connection refused: ECONNREFUSED is "unavailable" -> 503 with Retry-A
     t.true(isDatabaseUnavailable(err));
     const client = toClientError(err);
     t.true(client instanceof ServiceUnavailableError);
+    t.is((client as ServiceUnavailableError).details?.headers?.['Retry-After'], '5');
     t.deepEqual((client as ServiceUnavailableError).details?.headers, { 'Retry-After': '5' });
   } finally {
     await refused.destroy();
@@ -289,6 +290,7 @@ mysqlOnly(
     t.true(isDatabaseUnavailable(victim));
     const client = toClientError(victim);
     t.true(client instanceof ServiceUnavailableError);
+    t.is((client as ServiceUnavailableError).details?.headers?.['Retry-After'], '5');
     t.deepEqual(
       await versions(),
       before.map((v) => v + 1),

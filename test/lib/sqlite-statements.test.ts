@@ -43,8 +43,10 @@ test('the same text gives the same statement, which runs again with other bindin
 test('a kept statement sees a schema change made after it was prepared', (t) => {
   const db = database();
   db.prepare('insert into t (id, n) values (?, ?)').run(1, 10);
-  t.deepEqual(db.prepare('select * from t').all(), [{ id: 1, n: 10 }]);
+  const kept = db.prepare('select * from t');
+  t.deepEqual(kept.all(), [{ id: 1, n: 10 }]);
   db.exec('alter table t add column m integer default 7');
+  t.is(db.prepare('select * from t'), kept, 'the same statement, kept');
   t.deepEqual(db.prepare('select * from t').all(), [{ id: 1, n: 10, m: 7 }]);
   db.close();
 });
