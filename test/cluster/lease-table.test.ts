@@ -57,16 +57,10 @@ natsTest(
       aftermathDone = true;
     };
     await withLeaseTable(onLost, async ({ table, kv }) => {
+      for (const key of ['a', 'b', 'c']) t.true(await table.claim(key, 'me'));
       // The renewal loop as the ownership module runs it: the next round after the previous one ended.
-      let running = true;
-      const loop = (async () => {
-        while (running) {
-          await table.renewAll();
-          await sleep(RENEW_MS);
-        }
-      })();
+      const renewing = renewingAndSampling(table, 'b');
       try {
-        for (const key of ['a', 'b', 'c']) t.true(await table.claim(key, 'me'));
         // Someone else writes 'a': its next renewal's compare-and-set fails and the lease is lost.
         await kv.put('a', 'someone-else');
         await until(
@@ -80,9 +74,9 @@ natsTest(
         t.true(table.holds('b') && table.holds('c'), `held: ${table.keys()}, lost: ${lost}`);
         t.deepEqual(lost, ['a']);
         t.false(table.holds('a'));
+        t.is(renewing.droppedAt(), null, "'b' was held throughout");
       } finally {
-        running = false;
-        await loop;
+        await renewing.stop();
       }
     });
   },
