@@ -220,15 +220,19 @@ test.serial('stop() during a pause ends it at once and still delivers what is du
       dispatcher.kick();
     }
   });
-  dispatcher.start();
-  await eventually(async () => paused === 1, 5000);
-  t.true(delivered.includes(first));
-  t.false(delivered.includes(second), 'the kicked run waits for the pause');
-  const stopped = await Promise.race([
-    dispatcher.stop().then(() => 'stopped'),
-    new Promise((resolve) => setTimeout(() => resolve('still paused after 3 s'), 3000)),
-  ]);
-  t.is(stopped, 'stopped');
-  t.true(delivered.includes(second), 'what was due is delivered before stop() resolves');
-  t.is(paused, 1);
+  try {
+    dispatcher.start();
+    await eventually(async () => paused === 1, 5000);
+    t.true(delivered.includes(first));
+    t.false(delivered.includes(second), 'the kicked run waits for the pause');
+    const stopped = await Promise.race([
+      dispatcher.stop().then(() => 'stopped'),
+      new Promise((resolve) => setTimeout(() => resolve('still paused after 3 s'), 3000)),
+    ]);
+    t.is(stopped, 'stopped');
+    t.true(delivered.includes(second), 'what was due is delivered before stop() resolves');
+    t.is(paused, 1);
+  } finally {
+    await dispatcher.stop(); // also when an assertion above failed (a second stop() changes nothing)
+  }
 });
