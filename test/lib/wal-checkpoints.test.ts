@@ -53,12 +53,32 @@ async function autocheckpointPages(db: Knex): Promise<number> {
   return rows[0].wal_autocheckpoint;
 }
 
-sqliteTest('the worker copies the log into the database file; the log stays bounded', async (t) => {
-  const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: String(INTERVAL_MS) });
-  const checkpoints = (await startWalCheckpoints(config.database, quietLogger().logger)) as WalCheckpoints;
-  t.truthy(checkpoints);
-  const db = createDb(checkpoints.database);
+/**
+ * A migrated SQLite file with its checkpoint worker (every `intervalMs`) and a service connection (`db`, from
+ * the worker's settings); all three end after `run`, also when it fails (a second stop() changes nothing).
+ */
+async function withWorker(
+  intervalMs: number,
+  run: (worker: { checkpoints: WalCheckpoints; db: Knex }) => Promise<void>,
+): Promise<void> {
+  const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: String(intervalMs) });
+  let checkpoints: WalCheckpoints | null = null;
+  let db: Knex | undefined;
   try {
+    checkpoints = await startWalCheckpoints(config.database, quietLogger().logger);
+    if (!checkpoints) throw new Error('the checkpoint worker did not start');
+    db = createDb(checkpoints.database);
+    await run({ checkpoints, db });
+  } finally {
+    await db?.destroy();
+    await checkpoints?.stop();
+    await database.drop();
+  }
+}
+
+sqliteTest('the worker copies the log into the database file; the log stays bounded', async (t) => {
+  await withWorker(INTERVAL_MS, async ({ checkpoints, db }) => {
+    t.truthy(checkpoints);
     // The service's connection checkpoints by itself only past the safety net, which this test stays under.
     t.is(await autocheckpointPages(db), SAFETY_NET_PAGES);
     await db.schema.createTable('wal_filler', (table) => {
@@ -94,18 +114,11 @@ sqliteTest('the worker copies the log into the database file; the log stays boun
     t.true(walBytes < (frames * FRAME_BYTES) / 3, `WAL file ${walBytes} bytes for ${frames} frames`);
     const stored = (await db('wal_filler').count({ n: '*' }))[0].n;
     t.is(Number(stored), rounds * 30 * 10);
-  } finally {
-    await db.destroy();
-    await checkpoints.stop();
-    await database.drop();
-  }
+  });
 });
 
 sqliteTest('a log started over at the length of the last one is counted too', async (t) => {
-  const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: String(INTERVAL_MS) });
-  const checkpoints = (await startWalCheckpoints(config.database, quietLogger().logger)) as WalCheckpoints;
-  const db = createDb(checkpoints.database);
-  try {
+  await withWorker(INTERVAL_MS, async ({ checkpoints, db }) => {
     await db.schema.createTable('wal_counter', (table) => {
       table.increments('id');
       table.integer('n');
@@ -130,11 +143,7 @@ sqliteTest('a log started over at the length of the last one is counted too', as
       `${copiedPerRound}`,
     );
     t.is(checkpoints.stats().failures, 0);
-  } finally {
-    await db.destroy();
-    await checkpoints.stop();
-    await database.drop();
-  }
+  });
 });
 
 interface RawSqlite {
@@ -217,10 +226,7 @@ sqliteTest(
 );
 
 sqliteTest('stop() ends the worker once, after a last checkpoint', async (t) => {
-  const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: '60000' });
-  const checkpoints = (await startWalCheckpoints(config.database, quietLogger().logger)) as WalCheckpoints;
-  const db = createDb(checkpoints.database);
-  try {
+  await withWorker(60_000, async ({ checkpoints, db }) => {
     await db.schema.createTable('wal_filler', (table) => table.increments('id'));
     await db('wal_filler').insert({});
     t.is(checkpoints.stats().frames, 0, 'no checkpoint before the first interval');
@@ -230,10 +236,7 @@ sqliteTest('stop() ends the worker once, after a last checkpoint', async (t) => 
     await first;
     t.true(checkpoints.stats().frames > 0, 'the last checkpoint copied the log');
     t.is(checkpoints.stats().backlog, 0);
-  } finally {
-    await db.destroy();
-    await database.drop();
-  }
+  });
 });
 
 sqliteTest('a forgotten stop() does not keep the process alive', async (t) => {

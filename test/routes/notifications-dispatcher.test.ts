@@ -6,6 +6,7 @@ import { writeOutbox } from '../../lib/notifications/outbox';
 import { createLogger } from '../../lib/logger';
 import { createMember } from '../helpers/factories';
 import { LogCollector, startTestApp, type TestApp } from '../helpers/harness';
+import { watchQueries, type QueryEvent } from '../helpers/queries';
 import { eventually } from '../orders/order-fixtures';
 
 let app: TestApp;
@@ -220,15 +221,117 @@ test.serial('stop() during a pause ends it at once and still delivers what is du
       dispatcher.kick();
     }
   });
-  dispatcher.start();
-  await eventually(async () => paused === 1, 5000);
-  t.true(delivered.includes(first));
-  t.false(delivered.includes(second), 'the kicked run waits for the pause');
-  const stopped = await Promise.race([
-    dispatcher.stop().then(() => 'stopped'),
-    new Promise((resolve) => setTimeout(() => resolve('still paused after 3 s'), 3000)),
-  ]);
-  t.is(stopped, 'stopped');
-  t.true(delivered.includes(second), 'what was due is delivered before stop() resolves');
-  t.is(paused, 1);
+  try {
+    dispatcher.start();
+    await eventually(async () => paused === 1, 5000);
+    t.true(delivered.includes(first));
+    t.false(delivered.includes(second), 'the kicked run waits for the pause');
+    const stopped = await Promise.race([
+      dispatcher.stop().then(() => 'stopped'),
+      new Promise((resolve) => setTimeout(() => resolve('still paused after 3 s'), 3000)),
+    ]);
+    t.is(stopped, 'stopped');
+    t.true(delivered.includes(second), 'what was due is delivered before stop() resolves');
+    t.is(paused, 1);
+  } finally {
+    await dispatcher.stop(); // also when an assertion above failed (a second stop() changes nothing)
+  }
+});
+
+/** Delivery transactions: each marks its batch delivered with one UPDATE. */
+const marksDelivered = (q: QueryEvent) =>
+  /^update [`"]notification_outbox[`"] set [`"]delivered_at[`"]/i.test(q.sql);
+
+test.serial(
+  'orders committed during the pause are delivered together: one delivery transaction takes all their rows',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const quiet = createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+    let endPause!: () => void;
+    const paused = new Promise<void>((resolve) => (endPause = resolve));
+    let pauses = 0;
+    const dispatcher = createNotificationDispatcher({
+      db: app.db,
+      logger: quiet,
+      pause: () => {
+        pauses += 1;
+        return paused;
+      },
+    });
+    const first = await outboxRow(seller.id, 6000, 'batch-0');
+    const later: number[] = [];
+    const batches: number[][] = [];
+    dispatcher.events.on('delivered', async ({ outboxIds }) => {
+      batches.push(outboxIds);
+      if (batches.length === 1) {
+        // An order commits while the first run delivers: its kick makes the next run wait for the pause.
+        later.push(await outboxRow(seller.id, 6001, 'batch-1'));
+        dispatcher.kick();
+      }
+    });
+    const deliveries = watchQueries(app.db, marksDelivered);
+    try {
+      dispatcher.start();
+      await eventually(async () => pauses === 1, 5000);
+      // More orders commit during the pause, each in its own transaction, each kicking the dispatcher.
+      for (let order = 6002; order < 6022; order++) {
+        later.push(await outboxRow(seller.id, order, `batch-${order - 6000}`));
+        dispatcher.kick();
+      }
+      t.is(batches.length, 1, 'nothing is delivered during the pause');
+      endPause();
+      await eventually(async () => batches.length === 2, 5000);
+      await dispatcher.idle();
+      t.deepEqual(batches[0], [first]);
+      t.deepEqual(
+        [...batches[1]].sort((a, b) => a - b),
+        later,
+        "one batch took the 21 orders' rows",
+      );
+      t.is(batches.length, 2);
+      t.is(deliveries.count(), 2, 'two delivery transactions in all');
+      const rows = await app.db('notification_outbox').whereIn('id', later).select('delivered_at');
+      t.is(rows.length, 21);
+      t.is(
+        new Set(rows.map((row: { delivered_at: unknown }) => new Date(row.delivered_at as string).getTime()))
+          .size,
+        1,
+        'all marked delivered by one transaction (one delivered_at)',
+      );
+    } finally {
+      deliveries.stop();
+      endPause();
+      await dispatcher.stop();
+    }
+  },
+);
+
+test.serial('the pause is 100 ms when not configured (the default README.md states)', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const quiet = createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+  const pauses: number[] = [];
+  const dispatcher = createNotificationDispatcher({
+    db: app.db,
+    logger: quiet,
+    // Recorded, then waited for real: only its length is under test.
+    pause: (ms) => {
+      pauses.push(ms);
+      return new Promise((resolve) => setTimeout(resolve, ms));
+    },
+  });
+  await outboxRow(seller.id, 6100, 'default-pause-0');
+  let kicked = false;
+  dispatcher.events.on('delivered', async () => {
+    if (kicked) return;
+    kicked = true;
+    await outboxRow(seller.id, 6101, 'default-pause-1');
+    dispatcher.kick();
+  });
+  try {
+    dispatcher.start();
+    await eventually(async () => pauses.length === 1, 5000);
+    t.deepEqual(pauses, [100]);
+  } finally {
+    await dispatcher.stop();
+  }
 });

@@ -1,0 +1,98 @@
+// Refresh-token rotation and a password change retry when InnoDB picks their transaction as a deadlock
+// victim: each is driven into a real deadlock with a rival transaction (test/helpers/deadlocks.ts) and the
+// HTTP call must answer as usual, not 503. SQLite has one writer and no deadlocks.
+// (A profile edit without a password change is one UPDATE of one member row: it holds no lock while it waits
+// for one, so it can never be part of a cycle; only the password change's transaction can.)
+import test from 'ava';
+import { openRival } from '../helpers/deadlocks';
+import { createMember, login } from '../helpers/factories';
+import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
+import { watchQueries } from '../helpers/queries';
+
+const mysqlOnly = DB_KIND === 'mysql' ? test.serial : test.skip;
+
+let app: TestApp;
+test.before(async () => {
+  if (DB_KIND === 'mysql') app = await startTestApp();
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+mysqlOnly(
+  'POST /auth/refresh: a rotation chosen as deadlock victim is run again and answers 200',
+  async (t) => {
+    const member = await createMember(app);
+    const { refreshToken } = await login(app, member);
+    const { id: tokenId, family_id: family } = await app
+      .db('refresh_tokens')
+      .where('member_id', member.id)
+      .first();
+    const marks = watchQueries(app.db, (q) => /^update `refresh_tokens` set `used_at`/i.test(q.sql));
+    const rival = await openRival(app.config.database);
+    try {
+      // The rival holds the gap after the newest token: the rotation marks its token used (and holds that
+      // row), then waits to insert the family's next token; the rival asks for the marked row.
+      await rival.trx.raw('SELECT id FROM refresh_tokens WHERE id >= ? LOCK IN SHARE MODE', [tokenId + 1]);
+      const rotation = app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken } });
+      await rival.blocks(rotation);
+      const [rows] = await rival.trx.raw('SELECT used_at FROM refresh_tokens WHERE id = ? FOR UPDATE', [
+        tokenId,
+      ]);
+      t.is(rows[0].used_at, null, "the victim's mark was rolled back");
+      await rival.trx.rollback();
+
+      const res = await rotation;
+      t.is(res.status, 200, res.text);
+      t.is(marks.count(), 2, 'the rotation ran twice');
+      const familyRows = await app.db('refresh_tokens').where('family_id', family).orderBy('id');
+      t.is(familyRows.length, 2, 'one next token, from the retry');
+      t.not(familyRows[0].used_at, null);
+      t.is(
+        (await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: res.body.refreshToken } }))
+          .status,
+        200,
+      );
+    } finally {
+      marks.stop();
+      await rival.end();
+    }
+  },
+);
+
+mysqlOnly(
+  'PATCH /members/me (password change) chosen as deadlock victim is run again and answers 200',
+  async (t) => {
+    const member = await createMember(app);
+    const { refreshToken } = await login(app, member);
+    const revokes = watchQueries(app.db, (q) => /^update `refresh_tokens` set `revoked_at`/i.test(q.sql));
+    const rival = await openRival(app.config.database);
+    try {
+      // The rival holds the member's refresh tokens: the change updates the member row (and holds it), then
+      // waits to revoke those tokens; the rival asks for the member row.
+      await rival.trx.raw('SELECT id FROM refresh_tokens WHERE member_id = ? FOR UPDATE', [member.id]);
+      const change = app.request('PATCH', '/api/v1/members/me', {
+        token: member.token,
+        body: { name: 'Renamed', password: 'New-password-456', currentPassword: member.password },
+      });
+      await rival.blocks(change);
+      const [rows] = await rival.trx.raw('SELECT name, token_version FROM members WHERE id = ? FOR UPDATE', [
+        member.id,
+      ]);
+      t.like(rows[0], { name: 'Test BUYER', token_version: 0 }, "the victim's update was rolled back");
+      await rival.trx.rollback();
+
+      const res = await change;
+      t.is(res.status, 200, res.text);
+      t.is(res.body.name, 'Renamed');
+      t.is(revokes.count(), 2, 'the change ran twice');
+      const row = await app.db('members').where('id', member.id).first();
+      t.is(row.token_version, 1, 'bumped once: the rolled-back run left nothing');
+      t.is((await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken } })).status, 401);
+      await login(app, { email: member.email, password: 'New-password-456' });
+    } finally {
+      revokes.stop();
+      await rival.end();
+    }
+  },
+);
