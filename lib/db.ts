@@ -77,9 +77,6 @@ export function knexConfig(
       charset: 'utf8mb4',
       supportBigNumbers: true,
       dateStrings: false,
-      // Linked INSERTs travel as one packet (lib/orders/insert-ids.ts). Every statement here binds its values
-      // (knex escapes them); no SQL is built from input, so stacked statements cannot be injected.
-      multipleStatements: true,
       ...(timeouts && { connectTimeout: timeouts.connectMs }),
     },
     pool: {

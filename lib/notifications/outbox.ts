@@ -20,38 +20,27 @@ export type OutboxEvent = (
   requestId?: string | null;
 };
 
-export type OutboxRow<P = string> = {
+export interface OutboxRow {
   event_type: string;
   recipient_id: number;
-  /** The payload's JSON text (or what a writer turns into it, lib/orders/insert-ids.ts's InsertedId). */
-  payload: P;
+  payload: string;
   request_id: string | null;
   attempts: number;
   next_attempt_at: Date;
   created_at: Date;
-};
+}
 
 /** Outbox rows for `events`, carrying the current request id (delivery logs it). */
 export function outboxRows(events: OutboxEvent[], now: Date, requestId = currentRequestId()): OutboxRow[] {
-  return events.map((event) => outboxRow(event, JSON.stringify(event.payload), now, requestId));
-}
-
-/** One event's row, its payload already made (`outboxRows` stringifies it). */
-export function outboxRow<P>(
-  event: Pick<OutboxEvent, 'type' | 'recipientId' | 'requestId'>,
-  payload: P,
-  now: Date,
-  requestId = currentRequestId(),
-): OutboxRow<P> {
-  return {
+  return events.map((event) => ({
     event_type: event.type,
     recipient_id: event.recipientId,
-    payload,
+    payload: JSON.stringify(event.payload),
     request_id: (event.requestId === undefined ? requestId : event.requestId) ?? null,
     attempts: 0,
     next_attempt_at: now,
     created_at: now,
-  };
+  }));
 }
 
 /** Inserts the events inside `trx` (one multi-row INSERT). */

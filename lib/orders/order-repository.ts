@@ -12,11 +12,11 @@ import {
 } from '../db';
 import { fetchPage, type PageRequest } from '../query-helpers';
 import type { DecidedLine } from '../inventory/inventory';
-import { outboxRow, writeOutbox } from '../notifications/outbox';
+import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
 import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
-import { InsertedId, insertLinked } from './insert-ids';
+import { insertRows, insertWithIds } from './insert-ids';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
 import { orderJson, type OrderJson, type ShippingAddress } from './order-json';
@@ -226,17 +226,6 @@ export async function ordersExist(db: Db, orderNumbers: string[]): Promise<boole
 }
 
 /**
- * The OrderCreated payload's JSON text (`{"sellerId":…,"orderId":…,"orderNumber":…}`, as JSON.stringify
- * writes an OrderCreatedPayload) around the order's id, which the database assigns in the same packet.
- */
-function orderCreatedPayload(draft: DraftOrder, orderId: InsertedId): InsertedId {
-  return orderId.within(
-    `{"sellerId":${draft.sellerId},"orderId":`,
-    `,"orderNumber":${JSON.stringify(draft.orderNumber)}}`,
-  );
-}
-
-/**
  * Writes decided placements inside the caller's transaction (one order request or a whole group-commit
  * batch alike): multi-row INSERTs of the orders (one per seller), their items with name and price
  * snapshots, the first history row (null -> PENDING), the OrderCreated outbox rows and, for requests
@@ -258,11 +247,45 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
     }
   });
 
-  // Each draft's order id, as the later INSERTs name it (`InsertedId` of insert 0, the orders).
-  const orderIdOf = drafts.map((_, index) => new InsertedId(0, index));
-  const itemRowsToInsert = drafts.flatMap((draft, index) =>
+  const insertedOrderIds = await insertWithIds(
+    trx,
+    'orders',
+    drafts.map((draft) => {
+      const { address } = placements[draft.placement];
+      return {
+        order_number: draft.orderNumber,
+        buyer_id: placements[draft.placement].buyerId,
+        status: 'PENDING',
+        total_amount: centsToDecimal(draft.totalCents),
+        zip_code: address.zipCode,
+        address: address.address,
+        address_detail: address.addressDetail,
+        receiver_name: address.receiverName,
+        receiver_phone: address.receiverPhone,
+        ordered_at: now,
+        updated_at: now,
+      };
+    }),
+  );
+  // Ids by order number when the database does not promise consecutive ids.
+  let orderIds: Map<string, number>;
+  if (insertedOrderIds) {
+    orderIds = new Map(drafts.map((draft, index) => [draft.orderNumber, insertedOrderIds[index]]));
+  } else {
+    // Ids by order number: a multi-row INSERT reports only one id, and consecutive ids are not promised.
+    const idRows = (await trx('orders')
+      .whereIn(
+        'order_number',
+        drafts.map((draft) => draft.orderNumber),
+      )
+      .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
+    orderIds = new Map(idRows.map((row) => [row.order_number, Number(row.id)]));
+  }
+  const idOf = (draft: DraftOrder) => orderIds.get(draft.orderNumber)!;
+
+  const itemRowsToInsert = drafts.flatMap((draft) =>
     draft.lines.map((line) => ({
-      order_id: orderIdOf[index],
+      order_id: idOf(draft),
       product_id: line.product.id,
       seller_id: line.product.sellerId,
       product_name: line.product.name,
@@ -271,86 +294,52 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
       subtotal: centsToDecimal(line.product.priceCents * line.quantity),
     })),
   );
-  // One multi-row INSERT per table (one packet on MySQL/MariaDB); each outbox event keeps the id of the
-  // request that placed it, which travels to the delivery log.
-  const [orderIds, itemIds] = await insertLinked(trx, [
-    {
-      table: 'orders',
-      rows: drafts.map((draft) => {
-        const { address } = placements[draft.placement];
-        return {
-          order_number: draft.orderNumber,
-          buyer_id: placements[draft.placement].buyerId,
-          status: 'PENDING',
-          total_amount: centsToDecimal(draft.totalCents),
-          zip_code: address.zipCode,
-          address: address.address,
-          address_detail: address.addressDetail,
-          receiver_name: address.receiverName,
-          receiver_phone: address.receiverPhone,
-          ordered_at: now,
-          updated_at: now,
-        };
-      }),
-      // A multi-row INSERT reports one id, and consecutive ids are not promised: by order number.
-      readBack: async (db) => {
-        const rows = (await db('orders')
-          .whereIn(
-            'order_number',
-            drafts.map((draft) => draft.orderNumber),
-          )
-          .select('id', 'order_number')) as Array<{ id: number; order_number: string }>;
-        const byNumber = new Map(rows.map((row) => [row.order_number, Number(row.id)]));
-        return drafts.map((draft) => byNumber.get(draft.orderNumber)!);
-      },
-    },
-    {
-      table: 'order_items',
-      rows: itemRowsToInsert,
-      readBack: async (db, [ids]) => {
-        const rows = (await db('order_items')
-          .whereIn('order_id', ids)
-          .select('id', 'order_id', 'product_id')) as Array<{
-          id: number;
-          order_id: number;
-          product_id: number;
-        }>;
-        const byLine = new Map(rows.map((row) => [`${row.order_id}:${row.product_id}`, Number(row.id)]));
-        return itemRowsToInsert.map((row) => byLine.get(`${row.order_id.resolve([ids])}:${row.product_id}`)!);
-      },
-    },
-    {
-      table: 'order_status_history',
-      rows: drafts.map((draft, index) => ({
-        order_id: orderIdOf[index],
-        from_status: null,
-        to_status: 'PENDING',
-        changed_by: placements[draft.placement].buyerId,
-        changed_at: now,
-      })),
-    },
-    {
-      table: 'notification_outbox',
-      rows: drafts.map((draft, index) =>
-        outboxRow(
-          {
-            type: 'OrderCreated',
-            recipientId: draft.sellerId,
-            requestId: placements[draft.placement].requestId ?? null,
-          },
-          orderCreatedPayload(draft, orderIdOf[index]),
-          now,
-        ),
-      ),
-    },
-  ]);
+  const insertedItemIds = await insertWithIds(trx, 'order_items', itemRowsToInsert);
+  const itemKey = (orderId: number, productId: number) => `${orderId}:${productId}`;
+  let itemIds: Map<string, number>;
+  if (insertedItemIds) {
+    itemIds = new Map(
+      itemRowsToInsert.map((row, index) => [itemKey(row.order_id, row.product_id), insertedItemIds[index]]),
+    );
+  } else {
+    const itemRows = (await trx('order_items')
+      .whereIn('order_id', [...orderIds.values()])
+      .select('id', 'order_id', 'product_id')) as Array<{ id: number; order_id: number; product_id: number }>;
+    itemIds = new Map(
+      itemRows.map((row) => [itemKey(Number(row.order_id), Number(row.product_id)), Number(row.id)]),
+    );
+  }
+
+  await insertRows(
+    trx,
+    'order_status_history',
+    drafts.map((draft) => ({
+      order_id: idOf(draft),
+      from_status: null,
+      to_status: 'PENDING',
+      changed_by: placements[draft.placement].buyerId,
+      changed_at: now,
+    })),
+  );
+
+  // One multi-row outbox insert for the whole batch; each event keeps the id of the request that placed
+  // it, which travels to the delivery log.
+  await writeOutbox(
+    trx,
+    drafts.map((draft) => ({
+      type: 'OrderCreated' as const,
+      recipientId: draft.sellerId,
+      payload: { sellerId: draft.sellerId, orderId: idOf(draft), orderNumber: draft.orderNumber },
+      requestId: placements[draft.placement].requestId ?? null,
+    })),
+    now,
+  );
 
   const results: OrderJson[][] = placements.map(() => []);
   const iso = now.toISOString();
-  let item = 0;
-  drafts.forEach((draft, index) => {
+  for (const draft of drafts) {
     const placement = placements[draft.placement];
-    const id = orderIds[index];
+    const id = idOf(draft);
     results[draft.placement].push({
       id,
       orderNumber: draft.orderNumber,
@@ -359,7 +348,7 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
       totalAmount: fromCents(draft.totalCents),
       shippingAddress: { ...placement.address },
       items: draft.lines.map((line) => ({
-        id: itemIds[item++],
+        id: itemIds.get(itemKey(id, line.product.id))!,
         productId: line.product.id,
         sellerId: line.product.sellerId,
         productName: line.product.name,
@@ -371,7 +360,7 @@ export async function insertPlacements(trx: Trx, placements: Placement[], now: D
       orderedAt: iso,
       updatedAt: iso,
     });
-  });
+  }
 
   for (const [index, placement] of placements.entries()) {
     if (placement.idempotencyKeyId === undefined) continue;
