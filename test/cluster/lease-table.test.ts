@@ -105,6 +105,35 @@ natsTest('a release while a renewal is in flight leaves the key free at once, no
   ),
 );
 
+natsTest(
+  'a newer revision holding our own value (a renewal applied whose answer was lost) is adopted, not lost',
+  (t) => {
+    const lost: string[] = [];
+    return withLeaseTable(
+      (key) => void lost.push(key),
+      async ({ table, kv }) => {
+        t.true(await table.claim('shard-1', 'me'));
+        const claimed = (await kv.get('shard-1'))!.revision;
+        // What a lost answer leaves behind: our value at a revision the table never heard of.
+        const applied = await kv.put('shard-1', 'me');
+        await table.renewAll();
+        t.deepEqual(lost, [], 'not lost');
+        t.true(table.holds('shard-1'));
+        // The renewal went on from the adopted revision: one more write of ours on top of it.
+        const current = (await kv.get('shard-1'))!;
+        t.true(applied > claimed);
+        t.is(current.revision, applied + 1);
+        t.is(current.string(), 'me');
+        // Someone else's value at a newer revision is not ours: that lease is lost.
+        await kv.put('shard-1', 'someone-else');
+        await table.renewAll();
+        t.deepEqual(lost, ['shard-1']);
+        t.false(table.holds('shard-1'));
+      },
+    );
+  },
+);
+
 /** Renews every RENEW_MS as the ownership module does and samples `holds(key)` every 2 ms until stopped. */
 function renewingAndSampling(table: LeaseTable, key: string) {
   let running = true;
