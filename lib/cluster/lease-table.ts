@@ -7,7 +7,8 @@
 // A renewal that fails otherwise (NATS restarting, no answer in time) is tried again while the lease is valid:
 // until TTL minus one renewal period after its last renewal, so the holder always lets go before the server lets
 // another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
-// shows as our own value at a newer revision, which is adopted.
+// shows as our own value at a newer revision, which is adopted; the read that tells is bounded by the lease's
+// validity too.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -39,6 +40,8 @@ export function isTaken(err: unknown): boolean {
   );
 }
 
+const EXPIRED = Symbol('expired');
+
 export function createLeaseTable(options: LeaseTableOptions) {
   const { kv, ttlMs, renewMs, logger } = options;
   // Monotonic: a wall clock stepped back would stretch a lease past the server's TTL.
@@ -50,6 +53,18 @@ export function createLeaseTable(options: LeaseTableOptions) {
   /** How long the lease may still be served on (it is lost at 0). */
   const remaining = (lease: Held) => lease.writtenAt + ttlMs - renewMs - now();
   const valid = (lease: Held) => remaining(lease) > 0;
+  /** `work`'s result, or EXPIRED when the lease's validity ends first. */
+  async function beforeExpiry<T>(lease: Held, work: Promise<T>): Promise<T | typeof EXPIRED> {
+    let timer: NodeJS.Timeout | undefined;
+    const expiry = new Promise<typeof EXPIRED>((resolve) => {
+      timer = setTimeout(() => resolve(EXPIRED), Math.max(0, remaining(lease)));
+    });
+    try {
+      return await Promise.race([work, expiry]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
   /** Pause between tries of a failed renewal. */
   const retryMs = Math.max(10, Math.floor(renewMs / 10));
 
@@ -94,7 +109,13 @@ export function createLeaseTable(options: LeaseTableOptions) {
         if (isTaken(err)) {
           // An earlier try of ours may have been applied with its answer lost: the key then holds our value at a
           // newer revision. Adopted (its write time unknown, the lease keeps the older one), then renewed again.
-          const current = await kv.get(key).catch(() => null);
+          // The read is bounded by the lease's validity: a NATS server that stops answering costs the lease
+          // when it runs out, as a failed renewal does, not at the request's own timeout.
+          const current = await beforeExpiry(
+            lease,
+            kv.get(key).catch(() => null),
+          );
+          if (current === EXPIRED) return lose(key, 'not renewed in time (no answer to the read of the key)');
           if (current && current.revision > lease.revision && current.string() === lease.value) {
             lease.revision = current.revision;
             continue;

@@ -13,6 +13,7 @@ import {
 } from '../../lib/cluster/lease-table';
 import { NATS_URL, natsTest, quietLogger, uniquePrefix, until } from './cluster-fixtures';
 import { startPrivateNats } from './private-nats';
+import { startTcpProxy } from '../helpers/tcp-proxy';
 
 const TTL_MS = 1500;
 const RENEW_MS = 300;
@@ -131,6 +132,52 @@ natsTest(
         t.false(table.holds('shard-1'));
       },
     );
+  },
+);
+
+natsTest(
+  'a read after a failed compare-and-set that gets no answer loses the lease when its validity ends, not at the read timeout',
+  async (t) => {
+    // The table's connection goes through a proxy that silences it at the read (a NATS server that stopped
+    // answering); NATS's own request timeout (5 s) is far past the lease's validity.
+    const nats = new URL(NATS_URL);
+    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+    const lost: Array<{ key: string; reason: string }> = [];
+    try {
+      await withLeaseTable(
+        (key, reason) => void lost.push({ key, reason }),
+        async ({ table, bucket }) => {
+          const claimedAt = performance.now();
+          t.true(await table.claim('shard-1', 'me'));
+          // Another connection writes the key: the next renewal's compare-and-set fails and the table reads it.
+          const other = await connect({ servers: NATS_URL });
+          try {
+            await (await new Kvm(other).open(bucket)).put('shard-1', 'someone-else');
+          } finally {
+            await other.close();
+          }
+          const silenced = proxy.silenceOn(`GET.KV_${bucket}`);
+          await table.renewAll();
+          const lostAfter = performance.now() - claimedAt;
+          t.true(
+            await Promise.race([silenced.then(() => true), sleep(0).then(() => false)]),
+            'the read was sent',
+          );
+          t.deepEqual(
+            lost.map(({ key }) => key),
+            ['shard-1'],
+          );
+          t.regex(lost[0].reason, /not renewed in time/);
+          // Lost once its validity (TTL minus one renewal period after the claim) ran out, with a margin.
+          t.true(lostAfter < TTL_MS - RENEW_MS + 300, `lost after ${Math.round(lostAfter)} ms`);
+          t.false(table.holds('shard-1'));
+          proxy.pass(); // the silenced connection is cut and comes back, so the bucket can be destroyed
+        },
+        `127.0.0.1:${proxy.port}`,
+      );
+    } finally {
+      await proxy.close();
+    }
   },
 );
 

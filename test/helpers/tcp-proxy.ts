@@ -1,7 +1,8 @@
-// A TCP proxy of the tests' own (node:net) between the service and MariaDB, to make the database fail
+// A TCP proxy of the tests' own (node:net) between the service and MariaDB (or NATS), to make the server fail
 // the ways networks fail: refuse new connections (reset at once), black-hole (accept, never forward,
-// existing connections too), cut every connection, or cut the connection that sends a given query
-// (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client.
+// existing connections too), cut every connection, cut the connection that sends a given query
+// (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client, or silence it from a
+// given request on.
 import net from 'node:net';
 
 export type ProxyMode = 'pass' | 'refuse' | 'blackhole';
@@ -20,6 +21,8 @@ interface QueryTrap {
   after: Buffer | null;
   forward: boolean;
   blackoutMs: number;
+  /** The link goes silent instead of being cut (`silenceOn`). */
+  silent?: boolean;
   sprung: () => void;
 }
 
@@ -44,6 +47,12 @@ export interface TcpProxy {
    * cannot check the outcome either). Resolves when that happened.
    */
   cutOn(text: string, options: { forward: boolean; after?: string; blackoutMs?: number }): Promise<void>;
+  /**
+   * The next time a client sends a packet containing `text`, that link goes silent: the packet and everything
+   * after it is dropped both ways, and nothing is closed (a server that stopped answering one connection).
+   * Resolves when that happened; `pass()` cuts the link afterwards.
+   */
+  silenceOn(text: string): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -80,8 +89,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (link.holed) return;
       if (trap?.after && chunk.includes(trap.after)) link.primed = true;
       if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
-        const { forward, blackoutMs, sprung } = trap;
+        const { forward, blackoutMs, silent, sprung } = trap;
         trap = null;
+        if (silent) {
+          link.holed = true;
+          sprung();
+          return;
+        }
         const spring = () => {
           if (blackoutMs > 0) {
             mode = 'refuse';
@@ -140,6 +154,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           after: options.after ? Buffer.from(options.after) : null,
           forward: options.forward,
           blackoutMs: options.blackoutMs ?? 0,
+          sprung: resolve,
+        };
+      });
+    },
+    silenceOn(text) {
+      return new Promise<void>((resolve) => {
+        trap = {
+          text: Buffer.from(text),
+          after: null,
+          forward: false,
+          blackoutMs: 0,
+          silent: true,
           sprung: resolve,
         };
       });
