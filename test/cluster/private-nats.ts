@@ -39,6 +39,8 @@ export interface PrivateNats {
   pause(): void;
   /** SIGCONT: it works through what arrived meanwhile (nothing when it is not running). */
   resume(): void;
+  /** Deletes its store while it is stopped: the next `start()` is a server that lost everything. */
+  wipeStore(): void;
   /** Stops it if running and deletes its store. */
   close(): Promise<void>;
 }
@@ -86,6 +88,11 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     },
     resume() {
       child?.kill('SIGCONT');
+    },
+    wipeStore() {
+      if (child) throw new Error('stop the private nats-server before wiping its store');
+      fs.rmSync(storeDir, { recursive: true, force: true });
+      fs.mkdirSync(storeDir);
     },
     async close() {
       await nats.stop();

@@ -4,7 +4,10 @@
 // connection reconnects by itself, the `reconnected` signal fires (caches flush on it), and the node claims its
 // shards again once their leases have expired on the server. The lease buckets are on file: a quick restart
 // keeps every lease, so no second holder can claim a key its holder still trusts.
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { createCluster, type Cluster } from '../../lib/cluster/cluster';
+import { createLogger } from '../../lib/logger';
 import { ServiceUnavailableError } from '../../lib/errors';
 import {
   clusterConfig,
@@ -149,6 +152,67 @@ natsTest(
     } finally {
       clearInterval(sampler);
       await Promise.allSettled(nodes.map((node) => node.close()));
+      await nats.close();
+    }
+  },
+);
+
+natsTest(
+  'NATS back with an empty store (its buckets gone): the node creates the lease buckets again, says so, and owns its shards again',
+  async (t) => {
+    const nats = await startPrivateNats();
+    let node: Cluster | undefined;
+    const lines: string[] = [];
+    try {
+      const config = {
+        ...clusterConfig(uniquePrefix('wiped'), { CLUSTER_SHARDS: '8' }),
+        natsUrl: nats.url,
+      };
+      const logger = createLogger({
+        level: 'warn',
+        format: 'line',
+        out: { write: (line: string) => void lines.push(line) },
+      });
+      node = await createCluster({ config, logger });
+      await node.start();
+      await until(
+        () => node!.ownedShards().length === 8,
+        5000,
+        () => `${node!.ownedShards().length} of 8`,
+      );
+
+      await nats.stop();
+      nats.wipeStore();
+      await nats.start();
+      await until(
+        () => lines.some((line) => line.includes('The lease buckets are gone')),
+        15_000,
+        () => `no recreation logged: ${lines.join('')}`,
+      );
+      // Past the leases the node held before (3 s TTL): what it owns now it claimed in the new buckets.
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      await until(
+        () => node!.ownedShards().length === 8,
+        15_000,
+        () => `${node!.ownedShards().length} of 8 after the buckets were recreated`,
+      );
+      // The buckets exist again on the new server, holding the node's leases.
+      const nc = await connect({ servers: nats.url });
+      try {
+        const jsm = await jetstreamManager(nc);
+        const names: string[] = [];
+        for await (const info of jsm.streams.list()) names.push(info.config.name);
+        t.true(
+          names.some((name) => name.startsWith('KV_')),
+          `streams: ${names}`,
+        );
+      } finally {
+        await nc.close();
+      }
+      // And it serves them: a request for a shard runs here.
+      t.true(node.isOwner(3));
+    } finally {
+      await node?.close();
       await nats.close();
     }
   },
