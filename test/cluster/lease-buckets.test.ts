@@ -1,0 +1,80 @@
+// The lease buckets a cluster finds already made (lib/cluster/cluster.ts, openBucket): one with another lease TTL
+// is refused at start (every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS), and one an older version
+// made in memory is used as it is, with a warning that a NATS restart wipes its leases.
+import { StorageType } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { bucketNames, createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
+import { createLogger } from '../../lib/logger';
+import { LogCollector } from '../helpers/harness';
+import { clusterConfig, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+
+/** Makes the shards bucket of `prefix` beforehand, as another instance or an older version left it. */
+async function makeShardsBucket(
+  prefix: string,
+  options: { ttl: number; storage: StorageType },
+): Promise<void> {
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    await new Kvm(nc).create(bucketNames(prefix).shards, { ...options, history: 1 });
+  } finally {
+    await nc.close();
+  }
+}
+
+natsTest('a lease bucket with another TTL is refused at start, naming CLUSTER_LEASE_TTL_MS', async (t) => {
+  const prefix = uniquePrefix('ttl');
+  try {
+    await makeShardsBucket(prefix, { ttl: 6000, storage: StorageType.File });
+    const config = clusterConfig(prefix, { CLUSTER_SHARDS: '8' }); // 3000 ms, the default
+    await t.throwsAsync(
+      createCluster({
+        config,
+        logger: createLogger({ level: 'fatal', format: 'line', out: new LogCollector() }),
+      }),
+      {
+        message: `KV bucket ${prefix}-shards has a lease TTL of 6000 ms, this instance is configured with 3000 ms: every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS`,
+      },
+    );
+  } finally {
+    await destroyClusterBuckets(NATS_URL, prefix);
+  }
+});
+
+natsTest(
+  'a lease bucket kept in memory is used as it is, with a warning, and the node owns its shards',
+  async (t) => {
+    const prefix = uniquePrefix('memory');
+    const logs = new LogCollector();
+    let node: Cluster | undefined;
+    try {
+      await makeShardsBucket(prefix, { ttl: 3000, storage: StorageType.Memory });
+      node = await createCluster({
+        config: clusterConfig(prefix, { CLUSTER_SHARDS: '8' }),
+        logger: createLogger({ level: 'warn', format: 'line', out: logs }),
+      });
+      t.true(
+        logs.lines.some((line) =>
+          line.includes(
+            `KV bucket ${prefix}-shards keeps its leases in memory: a NATS restart wipes them while their holders trust them`,
+          ),
+        ),
+        logs.text,
+      );
+      t.false(
+        logs.lines.some((line) => line.includes(`${prefix}-members keeps its leases in memory`)),
+        'the members bucket, made now, is on file',
+      );
+      await node.start();
+      await until(
+        () => node!.ownedShards().length === 8,
+        5000,
+        () => `${node!.ownedShards().length} of 8`,
+      );
+      t.pass();
+    } finally {
+      await node?.close();
+      await destroyClusterBuckets(NATS_URL, prefix);
+    }
+  },
+);
