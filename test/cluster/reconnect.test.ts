@@ -8,6 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createCluster, type Cluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
+import { LogCollector } from '../helpers/harness';
 import { ServiceUnavailableError } from '../../lib/errors';
 import {
   clusterConfig,
@@ -162,18 +163,16 @@ natsTest(
   async (t) => {
     const nats = await startPrivateNats();
     let node: Cluster | undefined;
-    const lines: string[] = [];
+    const logs = new LogCollector();
     try {
       const config = {
         ...clusterConfig(uniquePrefix('wiped'), { CLUSTER_SHARDS: '8' }),
         natsUrl: nats.url,
       };
-      const logger = createLogger({
-        level: 'warn',
-        format: 'line',
-        out: { write: (line: string) => void lines.push(line) },
+      node = await createCluster({
+        config,
+        logger: createLogger({ level: 'warn', format: 'line', out: logs }),
       });
-      node = await createCluster({ config, logger });
       await node.start();
       await until(
         () => node!.ownedShards().length === 8,
@@ -185,9 +184,9 @@ natsTest(
       nats.wipeStore();
       await nats.start();
       await until(
-        () => lines.some((line) => line.includes('The lease buckets are gone')),
+        () => logs.lines.some((line) => line.includes('The lease buckets are gone')),
         15_000,
-        () => `no recreation logged: ${lines.join('')}`,
+        () => `no recreation logged: ${logs.text}`,
       );
       // Past the leases the node held before (3 s TTL): what it owns now it claimed in the new buckets.
       await new Promise((resolve) => setTimeout(resolve, 3500));
