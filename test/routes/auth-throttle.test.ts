@@ -182,8 +182,6 @@ test('TRUST_PROXY with hops: the client is the address the trusted proxy appende
   t.is((await attempt(app, member.email, member.password, '198.51.100.21, 10.1.1.1')).status, 200);
 });
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
 test('login timing: an unknown e-mail takes about as long as a wrong password (a bcrypt compare runs for both)', async (t) => {
   // Cost 10 (~80 ms a compare here) makes the compare dominate the request time.
   const app = await startTestApp({ env: { BCRYPT_COST: '10' } });
@@ -201,15 +199,18 @@ test('login timing: an unknown e-mail takes about as long as a wrong password (a
   await time(`warmup-${uniq()}@example.test`); // the first unknown e-mail also computes the timing hash
   const wrong: number[] = [];
   const unknown: number[] = [];
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 5; i++) {
     wrong.push(await time(member.email));
     unknown.push(await time(`nobody-${uniq()}@example.test`));
   }
-  // Loose bounds: the machine is shared and noisy. Without the compare an unknown e-mail answers ~20x faster.
-  const ratio = median(unknown) / median(wrong);
+  // The fastest of each: a shared, noisy machine only ever adds time, so the minimum is the request's own cost
+  // (a median of a few samples once read 77 vs 236 ms under CI's load). Without the compare an unknown e-mail
+  // answers ~20x faster.
+  const fastest = (values: number[]) => Math.min(...values);
+  const ratio = fastest(unknown) / fastest(wrong);
   t.true(
     ratio > 0.4 && ratio < 2.5,
-    `unknown ${median(unknown).toFixed(1)} ms vs wrong password ${median(wrong).toFixed(1)} ms`,
+    `unknown ${fastest(unknown).toFixed(1)} ms vs wrong password ${fastest(wrong).toFixed(1)} ms (all: ${unknown.map(Math.round)} / ${wrong.map(Math.round)})`,
   );
-  t.true(median(unknown) > 20, `an unknown e-mail must cost a compare (${median(unknown).toFixed(1)} ms)`);
+  t.true(fastest(unknown) > 20, `an unknown e-mail must cost a compare (${fastest(unknown).toFixed(1)} ms)`);
 });
