@@ -168,8 +168,9 @@ natsTest(
             ['shard-1'],
           );
           t.regex(lost[0].reason, /not renewed in time/);
-          // Lost once its validity (TTL minus one renewal period after the claim) ran out, with a margin.
-          t.true(lostAfter < TTL_MS - RENEW_MS + 300, `lost after ${Math.round(lostAfter)} ms`);
+          // Lost once its validity (TTL minus one renewal period after the claim) ran out: with a margin for a
+          // loaded machine, and far from the read's own 5 s timeout, where it was lost before.
+          t.true(lostAfter < TTL_MS - RENEW_MS + 1500, `lost after ${Math.round(lostAfter)} ms`);
           t.false(table.holds('shard-1'));
           proxy.pass(); // the silenced connection is cut and comes back, so the bucket can be destroyed
         },
