@@ -115,6 +115,8 @@ export function createLeaseTable(options: LeaseTableOptions) {
             lease,
             kv.get(key).catch(() => null),
           );
+          // Released (and perhaps claimed anew) during the read: that is no longer this lease's to lose.
+          if (held.get(key) !== lease) return;
           if (current === EXPIRED) return lose(key, 'not renewed in time (no answer to the read of the key)');
           if (current && current.revision > lease.revision && current.string() === lease.value) {
             lease.revision = current.revision;
