@@ -1,7 +1,7 @@
 // The lease table over a real JetStream KV bucket: a lease lost while its consequences take a while to play out
 // (a shard's in-flight orders answered first) does not hold up the renewal of the other leases, a release
 // racing a renewal leaves the key free, and a stalled NATS server (SIGSTOP on a private one) costs the lease only
-// when the stall outlasts it.
+// when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease.
 import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -306,4 +306,70 @@ natsTest('a leaving instance does not retry a failed renewal: stop is not held u
     t.deepEqual(lost, [], 'nothing declared lost: the instance releases its keys next');
     t.true(table.holds('shard-1'), 'still valid');
   }),
+);
+
+natsTest(
+  'a key released and claimed again while the read after a failed compare-and-set waits keeps its new lease',
+  async (t) => {
+    // The table's reads (kv.get) go over a connection through a proxy that silences them; its writes go direct,
+    // so a release and a new claim can land while the read waits. The read then runs out with the old lease's
+    // validity, which must not cost the new lease.
+    const nats = new URL(NATS_URL);
+    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+    const direct = await connect({ servers: NATS_URL });
+    const proxied = await connect({ servers: `127.0.0.1:${proxy.port}` });
+    const bucket = uniquePrefix('leases');
+    const lost: Array<{ key: string; reason: string }> = [];
+    try {
+      const kv = await new Kvm(direct).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
+      const readingKv = await new Kvm(proxied).open(bucket);
+      // The bucket's own KV, whose `get` alone takes the proxied connection.
+      const splitKv = new Proxy(kv, {
+        get(target, property) {
+          if (property === 'get') return (key: string) => readingKv.get(key);
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function'
+            ? (value as (...args: unknown[]) => unknown).bind(target)
+            : value;
+        },
+      });
+      const table = createLeaseTable({
+        kv: splitKv,
+        jsm: await jetstreamManager(direct),
+        bucket,
+        ttlMs: TTL_MS,
+        renewMs: RENEW_MS,
+        logger: quietLogger(),
+        onLost: (key, reason) => void lost.push({ key, reason }),
+      });
+      t.true(await table.claim('shard-1', 'me'));
+      await kv.put('shard-1', 'someone-else'); // the next renewal's compare-and-set fails and the table reads
+      const silenced = proxy.silenceOn(`GET.KV_${bucket}`);
+      const renewal = table.renewAll();
+      await silenced;
+      // While the read waits (halfway through the old lease's validity, so the new one outlives it by as much):
+      // the instance lets the key go, the other holder's entry goes, and this table claims the key again.
+      await sleep((TTL_MS - RENEW_MS) / 2);
+      await table.release('shard-1');
+      await kv.delete('shard-1');
+      t.true(await table.claim('shard-1', 'me'));
+      const reclaimed = (await kv.get('shard-1'))!.revision;
+      await renewal; // the read ran out with the old lease's validity
+      t.deepEqual(lost, [], 'the old lease was released, not lost, and the new one stays');
+      t.true(table.holds('shard-1'));
+      t.deepEqual(table.keys(), ['shard-1']);
+      // The new lease is renewed from its own revision.
+      await table.renewAll();
+      const renewed = (await kv.get('shard-1'))!;
+      t.is(renewed.string(), 'me');
+      t.is(renewed.revision, reclaimed + 1);
+      t.deepEqual(lost, []);
+      await kv.destroy();
+    } finally {
+      proxy.pass();
+      await proxied.close().catch(() => undefined);
+      await direct.close();
+      await proxy.close();
+    }
+  },
 );
