@@ -1,7 +1,8 @@
 // Builds the Koa application (never listens; lib/server.ts does). Middleware order matters:
 // the response memo's recorder, request id + access log, request metrics, the one error handler, CORS
 // (preflights end here, before auth), JSON body, the routes, then 404/405. The server listens with `handle`:
-// the response memo in front of Koa (lib/http/response-memo.ts).
+// the response memo in front of Koa (lib/http/response-memo.ts), and Koa's requests admitted a few per event-loop
+// turn (lib/http/turns.ts).
 import type http from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -14,6 +15,7 @@ import { httpMetrics } from './http/http-metrics';
 import { securityHeaders } from './http/security-headers';
 import { mountRoutes } from './http/route';
 import { createResponseMemo, type ResponseMemo } from './http/response-memo';
+import { inTurns } from './http/turns';
 import { createServices, type Deps, type Services } from './services';
 import { routeTable, type RouteGroup } from '../routes/index';
 
@@ -67,6 +69,6 @@ export function createApp(deps: Deps): AppBundle {
   app.use(bodyParser());
   app.use(router.routes());
   app.use(routeFallback(router));
-  const handle = responseMemo.listener(app.callback());
+  const handle = responseMemo.listener(inTurns(app.callback(), deps.config.http.requestsPerTurn));
   return { app, handle, responseMemo, router, routes, services };
 }

@@ -108,6 +108,8 @@ const envSchema = yup.object({
   HTTP_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(100, 600_000).default(5_000),
   HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(1_000),
+  // Default by database (see loadConfig): 4 with MySQL/MariaDB, 0 (off) with SQLite.
+  HTTP_REQUESTS_PER_TURN: int(0, 100_000).optional(),
   BCRYPT_CONCURRENCY: int(1, 64).optional(),
   BCRYPT_QUEUE_LIMIT: int(0, 10_000).default(32),
   AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
@@ -243,7 +245,7 @@ export interface Config {
   orderPolicies: OrderPolicies;
   /** Bounds on waiting for the database; past them a request is answered 503 (lib/db-errors.ts). */
   dbTimeouts: DbTimeouts;
-  http: HttpLimits;
+  http: HttpConfig;
 }
 
 export interface OrderPolicies {
@@ -267,6 +269,18 @@ export interface HttpLimits {
   keepAliveTimeoutMs: number;
   maxConnections: number;
 }
+
+export interface HttpConfig extends HttpLimits {
+  /**
+   * Requests started per event-loop turn at most (0: all at once); lib/http/turns.ts says why. Off by default with
+   * SQLite, whose statements run on the event loop: there is no answer to read between turns, and turns only
+   * shrink the group commit's batches (bench/README.md, Issue 13, requests in turns).
+   */
+  requestsPerTurn: number;
+}
+
+/** HTTP_REQUESTS_PER_TURN's default with MySQL/MariaDB. */
+export const REQUESTS_PER_TURN_MYSQL = 4;
 
 export class ConfigError extends Error {
   constructor(
@@ -392,6 +406,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: v.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: v.HTTP_MAX_CONNECTIONS,
+      requestsPerTurn: v.HTTP_REQUESTS_PER_TURN ?? (v.DATABASE_URL ? REQUESTS_PER_TURN_MYSQL : 0),
     },
     bcrypt: {
       concurrency: v.BCRYPT_CONCURRENCY ?? defaultBcryptConcurrency(),

@@ -38,6 +38,14 @@ test('DATABASE_URL=mysql://... selects MySQL', (t) => {
   t.deepEqual(config.database, { client: 'mysql', url: 'mysql://u:p@db.local:3307/shop', poolMax: 20 });
 });
 
+test('HTTP_REQUESTS_PER_TURN: 4 with MySQL, off (0) with SQLite by default; any value when given', (t) => {
+  const mysql = { ...base, DATABASE_URL: 'mysql://u:p@db.local:3307/shop' };
+  t.is(loadConfig(mysql).http.requestsPerTurn, 4);
+  t.is(loadConfig({ ...base }).http.requestsPerTurn, 0);
+  t.is(loadConfig({ ...mysql, HTTP_REQUESTS_PER_TURN: '0' }).http.requestsPerTurn, 0);
+  t.is(loadConfig({ ...base, HTTP_REQUESTS_PER_TURN: '6' }).http.requestsPerTurn, 6);
+});
+
 test('every bad value names its variable', (t) => {
   const cases: Array<[Record<string, string>, string]> = [
     [{ PORT: 'eighty' }, 'PORT'],
@@ -63,6 +71,8 @@ test('every bad value names its variable', (t) => {
     [{ SQLITE_CHECKPOINT_INTERVAL_MS: '60001' }, 'SQLITE_CHECKPOINT_INTERVAL_MS'],
     [{ AUTH_MEMBER_CACHE_SECONDS: '61' }, 'AUTH_MEMBER_CACHE_SECONDS'],
     [{ PRUNE_INTERVAL_SECONDS: '0' }, 'PRUNE_INTERVAL_SECONDS'],
+    [{ HTTP_REQUESTS_PER_TURN: '-1' }, 'HTTP_REQUESTS_PER_TURN'],
+    [{ HTTP_REQUESTS_PER_TURN: 'many' }, 'HTTP_REQUESTS_PER_TURN'],
   ];
   for (const [env, variable] of cases) {
     const err = configError(t, { ...base, ...env });

@@ -1,0 +1,88 @@
+// Requests admitted a few per event-loop turn (lib/http/turns.ts): a burst starts in arrival order, `perTurn` per
+// turn, and the loop reads its sockets between turns (a real TCP round trip completes in the middle of a burst,
+// where without turns it waits until the whole burst has run); a request that finds the turn free starts at once.
+import type http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import test from 'ava';
+import { inTurns } from '../../lib/http/turns';
+
+/** Stand-ins for the request and response objects, which the scheduler only passes on. */
+const request = (id: number) =>
+  [{ url: `/${id}` } as http.IncomingMessage, {} as http.ServerResponse] as const;
+
+/** A TCP echo server on loopback and a connected client; `roundTrip()` resolves when the echo is back. */
+async function echo(t: { teardown: (fn: () => void) => void }) {
+  const server = net.createServer((socket) => socket.pipe(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise<void>((resolve) => client.once('connect', resolve));
+  t.teardown(() => {
+    client.destroy();
+    server.close();
+  });
+  return {
+    roundTrip: () =>
+      new Promise<void>((resolve) => {
+        client.once('data', () => resolve());
+        client.write('ping');
+      }),
+  };
+}
+
+/** Starts `count` requests in one synchronous burst; `started` lists their ids in the order they ran. */
+function burst(perTurn: number, count: number) {
+  const started: number[] = [];
+  const listener = inTurns((req) => void started.push(Number(req.url!.slice(1))), perTurn);
+  for (let id = 0; id < count; id += 1) listener(...request(id));
+  return started;
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+test('a burst starts perTurn requests per turn, in the order they arrived', async (t) => {
+  const started = burst(4, 10);
+  t.deepEqual(started, [0, 1, 2, 3], 'the first turn: the room it had');
+  await turn();
+  t.deepEqual(started, [0, 1, 2, 3, 4, 5, 6, 7]);
+  await turn();
+  t.deepEqual(started, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+});
+
+test('between turns the loop reads its sockets: a round trip completes in the middle of a burst', async (t) => {
+  const { roundTrip } = await echo(t);
+  const echoed = roundTrip();
+  const started = burst(4, 200);
+  await echoed;
+  t.true(started.length >= 4 && started.length < 200, `${started.length} of 200 had started`);
+  t.deepEqual(
+    started,
+    started.map((_, index) => index),
+    'in arrival order',
+  );
+  while (started.length < 200) await turn();
+  t.is(started.length, 200, 'every request started');
+});
+
+test('without turns (0) a burst runs whole before the loop reads a socket', async (t) => {
+  const { roundTrip } = await echo(t);
+  const echoed = roundTrip();
+  const started = burst(0, 200);
+  await echoed;
+  t.is(started.length, 200);
+});
+
+test('a request that finds the turn free starts at once, also after a burst has drained', async (t) => {
+  const started: string[] = [];
+  const listener = inTurns((req) => void started.push(req.url!), 2);
+  listener(...request(1));
+  t.deepEqual(started, ['/1'], 'at once');
+  for (let id = 2; id <= 5; id += 1) listener(...request(id));
+  t.deepEqual(started, ['/1', '/2']);
+  await turn();
+  await turn();
+  t.deepEqual(started, ['/1', '/2', '/3', '/4', '/5']);
+  await turn(); // a turn that finds nobody waiting
+  listener(...request(6));
+  t.deepEqual(started, ['/1', '/2', '/3', '/4', '/5', '/6'], 'at once again');
+});
