@@ -1,11 +1,13 @@
 // Requests admitted a few per event-loop turn (lib/http/turns.ts): a burst starts in arrival order, `perTurn` per
 // turn, and the loop reads its sockets between turns (a real TCP round trip completes in the middle of a burst,
-// where without turns it waits until the whole burst has run); a request that finds the turn free starts at once.
-import type http from 'node:http';
+// where without turns it waits until the whole burst has run); a request that finds the turn free starts at once;
+// the server's request listener starts Koa's requests that way.
+import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { inTurns } from '../../lib/http/turns';
+import { startTestApp } from '../helpers/harness';
 
 /** Stand-ins for the request and response objects, which the scheduler only passes on. */
 const request = (id: number) =>
@@ -85,4 +87,26 @@ test('a request that finds the turn free starts at once, also after a burst has 
   await turn(); // a turn that finds nobody waiting
   listener(...request(6));
   t.deepEqual(started, ['/1', '/2', '/3', '/4', '/5', '/6'], 'at once again');
+});
+
+test('the server starts its Koa requests in turns (HTTP_REQUESTS_PER_TURN)', async (t) => {
+  const app = await startTestApp({ env: { HTTP_REQUESTS_PER_TURN: '2' } });
+  t.teardown(() => app.close());
+  // Five requests handed to the server's request listener in one go, as five sockets read in one poll would be.
+  const responses = Array.from({ length: 5 }, (_, index) => {
+    const req = new http.IncomingMessage(new net.Socket());
+    req.method = 'GET';
+    req.url = `/api/v1/no-such-route-${index}`;
+    req.headers = { 'x-request-id': `turn-${index}` };
+    const res = new http.ServerResponse(req);
+    app.bundle.handle(req, res);
+    return res;
+  });
+  // Koa's first middleware sets X-Request-Id as the request starts.
+  const startedIds = () => responses.map((res) => res.getHeader('x-request-id') ?? null);
+  t.deepEqual(startedIds(), ['turn-0', 'turn-1', null, null, null]);
+  await turn();
+  t.deepEqual(startedIds(), ['turn-0', 'turn-1', 'turn-2', 'turn-3', null]);
+  await turn();
+  t.deepEqual(startedIds(), ['turn-0', 'turn-1', 'turn-2', 'turn-3', 'turn-4']);
 });
