@@ -81,19 +81,7 @@ export async function cleanup(prefix: string, nodes: Array<Cluster | undefined>)
   await destroyClusterBuckets(NATS_URL, prefix);
 }
 
-/** Polls until `check` holds; on timeout throws with `describe()` (the state that did not converge). */
-export async function until(
-  check: () => boolean | Promise<boolean>,
-  ms: number,
-  describe: () => string,
-): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > ms) throw new Error(`not reached within ${ms} ms: ${describe()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now() - started;
-}
+export { until } from '../helpers/until';
 
 /** Every shard owned by exactly one of `nodes`, none above `max`. */
 export function exactlyOnce(nodes: Cluster[], shards: number, max: number): boolean {

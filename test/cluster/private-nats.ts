@@ -1,13 +1,13 @@
 // A private nats-server with JetStream on a free port and a store directory of its own, for tests that stop
 // and restart NATS: the shared server at 127.0.0.1:4222 serves other tests at the same time and is never
 // disturbed. `stop()` kills it (-9, as a crash), `start()` brings it back on the same port and store; `pause()`
-// and `resume()` stall it and let it go on.
+// and `resume()` stall it and let it go on. It dies with the test process, also when that is killed (-9).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { until } from './cluster-fixtures';
+import { until } from '../helpers/until';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 
@@ -19,7 +19,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const accepts = (port: number) =>
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port }, () => {
       socket.destroy();
@@ -27,6 +28,20 @@ const accepts = (port: number) =>
     });
     socket.once('error', () => resolve(false));
   });
+
+/**
+ * A shell that kills the server once this process is gone, also after SIGKILL (no 'exit' event then, so the
+ * handler in startPrivateNats cannot run); it ends by itself when the server ends first.
+ */
+function killWithThisProcess(serverPid: number): void {
+  const script =
+    'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 0.5; done; ' +
+    'kill -0 "$1" 2>/dev/null || kill -9 "$2" 2>/dev/null';
+  spawn('sh', ['-c', script, 'nats-watchdog', String(process.pid), String(serverPid)], {
+    stdio: 'ignore',
+    detached: true,
+  }).unref();
+}
 
 export interface PrivateNats {
   url: string;
@@ -43,6 +58,8 @@ export interface PrivateNats {
   wipeStore(): void;
   /** Stops it if running and deletes its store. */
   close(): Promise<void>;
+  /** The running server's process id (null when it is not running). */
+  pid(): number | null;
 }
 
 export async function startPrivateNats(): Promise<PrivateNats> {
@@ -62,6 +79,7 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       });
       child = started;
       exited = new Promise((resolve) => started.once('exit', resolve));
+      if (started.pid !== undefined) killWithThisProcess(started.pid);
       const gone = () => started.exitCode !== null || started.signalCode !== null;
       // Our process must be the one answering: should another have taken the port since freePort() found it
       // free, nats-server exits at once and the test fails here rather than talk to a stranger.
@@ -98,6 +116,7 @@ export async function startPrivateNats(): Promise<PrivateNats> {
       await nats.stop();
       fs.rmSync(storeDir, { recursive: true, force: true });
     },
+    pid: () => child?.pid ?? null,
   };
   // Killed with the test process, should it die without cleaning up (a timeout).
   process.once('exit', () => child?.kill('SIGKILL'));
