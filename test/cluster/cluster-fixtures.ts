@@ -8,6 +8,7 @@ import { loadConfig, type ClusterConfig } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
 import { DB_KIND, LogCollector } from '../helpers/harness';
+import { until } from '../helpers/until';
 
 export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
@@ -81,7 +82,15 @@ export async function cleanup(prefix: string, nodes: Array<Cluster | undefined>)
   await destroyClusterBuckets(NATS_URL, prefix);
 }
 
-export { until } from '../helpers/until';
+export { until };
+
+/** Waits until `node` owns exactly `count` shards; a timeout names how many it owns (and `when`). */
+export const untilOwns = (node: Cluster, count: number, ms: number, when = '') =>
+  until(
+    () => node.ownedShards().length === count,
+    ms,
+    () => `${node.ownedShards().length} shards owned, not ${count}${when ? ` ${when}` : ''}`,
+  );
 
 /** Every shard owned by exactly one of `nodes`, none above `max`. */
 export function exactlyOnce(nodes: Cluster[], shards: number, max: number): boolean {

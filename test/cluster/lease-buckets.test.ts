@@ -7,7 +7,7 @@ import { connect } from '@nats-io/transport-node';
 import { bucketNames, createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
-import { clusterConfig, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { clusterConfig, NATS_URL, natsTest, uniquePrefix, untilOwns } from './cluster-fixtures';
 
 /** Makes the shards bucket of `prefix` beforehand, as another instance or an older version left it. */
 async function makeShardsBucket(
@@ -66,11 +66,7 @@ natsTest(
         'the members bucket, made now, is on file',
       );
       await node.start();
-      await until(
-        () => node!.ownedShards().length === 8,
-        5000,
-        () => `${node!.ownedShards().length} of 8`,
-      );
+      await untilOwns(node!, 8, 5000);
       t.pass();
     } finally {
       await node?.close();

@@ -18,6 +18,7 @@ import {
   shareReport,
   uniquePrefix,
   until,
+  untilOwns,
 } from './cluster-fixtures';
 import { startPrivateNats } from './private-nats';
 
@@ -37,19 +38,11 @@ natsTest(
       node.onShardLost((shard) => void lost.push(shard));
       node.onReconnected(() => void reconnects++);
       await node.start();
-      await until(
-        () => node!.ownedShards().length === 8,
-        5000,
-        () => `${node!.ownedShards().length} of 8`,
-      );
+      await untilOwns(node!, 8, 5000);
 
       await nats.stop();
       const awayAt = Date.now();
-      await until(
-        () => node!.ownedShards().length === 0,
-        4000,
-        () => `${node!.ownedShards().length} still owned`,
-      );
+      await untilOwns(node!, 0, 4000);
       const stoppedAfter = Date.now() - awayAt;
       t.log(`stopped serving ${stoppedAfter} ms after NATS went away`);
       t.true(stoppedAfter < 3000, 'before the 3 s lease TTL lets anyone else claim them');
@@ -80,11 +73,7 @@ natsTest(
         10_000,
         () => 'no reconnected signal',
       );
-      await until(
-        () => node!.ownedShards().length === 8,
-        10_000,
-        () => `${node!.ownedShards().length} of 8 after reconnect`,
-      );
+      await untilOwns(node!, 8, 10_000, 'after reconnect');
       t.is(reconnects, 1);
       t.true(node.isOwner(3));
     } finally {
@@ -174,11 +163,7 @@ natsTest(
         logger: createLogger({ level: 'warn', format: 'line', out: logs }),
       });
       await node.start();
-      await until(
-        () => node!.ownedShards().length === 8,
-        5000,
-        () => `${node!.ownedShards().length} of 8`,
-      );
+      await untilOwns(node!, 8, 5000);
 
       await nats.stop();
       nats.wipeStore();
@@ -190,11 +175,7 @@ natsTest(
       );
       // Past the leases the node held before (3 s TTL): what it owns now it claimed in the new buckets.
       await new Promise((resolve) => setTimeout(resolve, 3500));
-      await until(
-        () => node!.ownedShards().length === 8,
-        15_000,
-        () => `${node!.ownedShards().length} of 8 after the buckets were recreated`,
-      );
+      await untilOwns(node!, 8, 15_000, 'after the buckets were recreated');
       // The buckets exist again on the new server, holding the node's leases.
       const nc = await connect({ servers: nats.url });
       try {
