@@ -280,7 +280,7 @@ export interface HttpConfig extends HttpLimits {
 }
 
 /** HTTP_REQUESTS_PER_TURN's default with MySQL/MariaDB. */
-export const REQUESTS_PER_TURN_MYSQL = 4;
+const REQUESTS_PER_TURN_MYSQL = 4;
 
 export class ConfigError extends Error {
   constructor(
@@ -361,19 +361,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
+  const database: Config['database'] = v.DATABASE_URL
+    ? { client: 'mysql', url: v.DATABASE_URL, poolMax: v.DB_POOL_MAX }
+    : {
+        client: 'sqlite',
+        filename: path.join(dataDir, 'marketplace.sqlite'),
+        checkpointIntervalMs: v.SQLITE_CHECKPOINT_INTERVAL_MS,
+      };
   return {
     env: v.NODE_ENV as Config['env'],
     port: v.PORT,
     // Production keeps listening on every interface; anywhere else a default start is reachable from this
     // machine only, so a laptop on a shared network does not expose the demo accounts.
     host: v.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
-    database: v.DATABASE_URL
-      ? { client: 'mysql', url: v.DATABASE_URL, poolMax: v.DB_POOL_MAX }
-      : {
-          client: 'sqlite',
-          filename: path.join(dataDir, 'marketplace.sqlite'),
-          checkpointIntervalMs: v.SQLITE_CHECKPOINT_INTERVAL_MS,
-        },
+    database,
     dataDir,
     uploadDir: path.resolve(v.UPLOAD_DIR ?? path.join(dataDir, 'uploads')),
     migrateOnStart: v.MIGRATE_ON_START,
@@ -406,7 +407,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       headersTimeoutMs: v.HTTP_HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: v.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxConnections: v.HTTP_MAX_CONNECTIONS,
-      requestsPerTurn: v.HTTP_REQUESTS_PER_TURN ?? (v.DATABASE_URL ? REQUESTS_PER_TURN_MYSQL : 0),
+      requestsPerTurn:
+        v.HTTP_REQUESTS_PER_TURN ?? (database.client === 'mysql' ? REQUESTS_PER_TURN_MYSQL : 0),
     },
     bcrypt: {
       concurrency: v.BCRYPT_CONCURRENCY ?? defaultBcryptConcurrency(),
