@@ -57,6 +57,8 @@ async function login(member: TestMember) {
   const res = await app.request('POST', '/api/v1/auth/login', {
     body: { email: member.email, password: member.password },
   });
+  // Every test here needs a session: a refused login fails the test saying why, not at its first use.
+  if (res.status !== 200) throw new Error(`Login of ${member.email} answered ${res.status}: ${res.text}`);
   return res.body as { accessToken: string; refreshToken: string };
 }
 
