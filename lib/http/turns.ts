@@ -21,9 +21,18 @@ export function inTurns(listener: http.RequestListener, perTurn: number): http.R
     turnScheduled = false;
     const due = waiting.splice(0, perTurn);
     started = due.length;
-    // The turn after this one is set first, so a listener that throws cannot strand the requests still waiting.
+    // The turn after this one is set first, and a listener that throws does so after the rest of its turn started
+    // (as an uncaught exception, as from a plain server's 'request' event): a throw strands no other request.
     if (started > 0) scheduleTurn();
-    for (const [req, res] of due) listener(req, res);
+    for (const [req, res] of due) {
+      try {
+        listener(req, res);
+      } catch (err) {
+        process.nextTick(() => {
+          throw err;
+        });
+      }
+    }
   }
   function scheduleTurn(): void {
     if (turnScheduled) return;

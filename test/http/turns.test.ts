@@ -1,9 +1,15 @@
 // Requests admitted a few per event-loop turn (lib/http/turns.ts): a burst starts in arrival order, `perTurn` per
 // turn, and the loop reads its sockets between turns (a real TCP round trip completes in the middle of a burst,
 // where without turns it waits until the whole burst has run); a request that finds the turn free starts at once;
-// the server's request listener starts Koa's requests that way.
+// a listener that throws in a turn strands no other request; the server's request listener starts Koa's requests
+// that way.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { inTurns } from '../../lib/http/turns';
@@ -109,4 +115,40 @@ test('the server starts its Koa requests in turns (HTTP_REQUESTS_PER_TURN)', asy
   t.deepEqual(startedIds(), ['turn-0', 'turn-1', 'turn-2', 'turn-3', null]);
   await turn();
   t.deepEqual(startedIds(), ['turn-0', 'turn-1', 'turn-2', 'turn-3', 'turn-4']);
+});
+
+const TURNS_MODULE = fileURLToPath(new URL('../../lib/http/turns.ts', import.meta.url));
+
+test('a listener that throws in a turn strands no other request: the rest of its turn starts, then the error surfaces', async (t) => {
+  // In a process of its own: the throw is an uncaught exception there, as from a plain server's 'request' event
+  // (here caught by the script's handler, so that the process lives on to report what started).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turns-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const script = path.join(dir, 'throwing-listener.ts');
+  fs.writeFileSync(
+    script,
+    `import { inTurns } from ${JSON.stringify(TURNS_MODULE)};
+const started: string[] = [];
+const surfaced: Array<{ message: string; startedBefore: string[] }> = [];
+process.on('uncaughtException', (err) => surfaced.push({ message: err.message, startedBefore: [...started] }));
+const listener = inTurns((req) => {
+  started.push(String(req.url));
+  if (req.url === '/2') throw new Error('listener failed on /2');
+}, 2);
+for (let id = 0; id < 6; id += 1) listener({ url: '/' + id } as never, {} as never);
+setTimeout(() => console.log(JSON.stringify({ started, surfaced })), 100);
+`,
+  );
+  const output = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout),
+    ),
+  );
+  const { started, surfaced } = JSON.parse(output) as {
+    started: string[];
+    surfaced: Array<{ message: string; startedBefore: string[] }>;
+  };
+  // /2 and /3 share the second turn: /3 starts although /2 threw, and the turns go on.
+  t.deepEqual(started, ['/0', '/1', '/2', '/3', '/4', '/5']);
+  t.deepEqual(surfaced, [{ message: 'listener failed on /2', startedBefore: ['/0', '/1', '/2', '/3'] }]);
 });
