@@ -118,7 +118,8 @@ function toValidationError(err: unknown, where: Where): unknown {
 }
 
 /**
- * Validates and casts `value`; throws ValidationError (400) naming each bad field. Synchronous (yup's
+ * Validates `value` and casts it (unless the schema is `.strict()`, as the order body is); throws ValidationError
+ * (400) naming each bad field. Synchronous (yup's
  * validateSync: no promise per field and test) unless the schema has an asynchronous test, when the result is
  * a promise.
  */
