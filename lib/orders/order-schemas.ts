@@ -33,6 +33,15 @@ const text = (max: number, allowEmpty = false) =>
         : { description: 'Must not be blank', jsonSchema: { pattern: '\\S' } },
     );
 
+/** The address of the OpenAPI document's examples (the request's and the order's). */
+const EXAMPLE_ADDRESS = {
+  zipCode: '04524',
+  address: '1 Sejong-daero, Jung-gu, Seoul',
+  addressDetail: 'Apt 101',
+  receiverName: 'Demo Buyer',
+  receiverPhone: '010-0000-0000',
+};
+
 export const shippingAddressSchema = strictObject({
   zipCode: text(20),
   address: text(255),
@@ -81,13 +90,7 @@ export const createOrderBody = strictObject({
       'Each productId at most once. The order total (per seller) must not exceed 9999999999.99. Products of several sellers make one order per seller, all or nothing.',
     example: {
       orderItems: [{ productId: 1, quantity: 1 }],
-      shippingAddress: {
-        zipCode: '04524',
-        address: '1 Sejong-daero, Jung-gu, Seoul',
-        addressDetail: 'Apt 101',
-        receiverName: 'Demo Buyer',
-        receiverPhone: '010-0000-0000',
-      },
+      shippingAddress: EXAMPLE_ADDRESS,
     },
   });
 export type CreateOrderBody = yup.InferType<typeof createOrderBody>;
@@ -182,13 +185,7 @@ const ORDER_EXAMPLE = {
   buyerId: 3,
   status: 'PENDING',
   totalAmount: 1398,
-  shippingAddress: {
-    zipCode: '04524',
-    address: '1 Sejong-daero, Jung-gu, Seoul',
-    addressDetail: 'Apt 101',
-    receiverName: 'Demo Buyer',
-    receiverPhone: '010-0000-0000',
-  },
+  shippingAddress: EXAMPLE_ADDRESS,
   items: [
     {
       id: 1,
