@@ -114,11 +114,13 @@ parentPort.postMessage({ type: 'ready' });
 export async function startWalCheckpoints(
   database: Config['database'],
   logger: Logger,
+  /** The worker's script (tests stand in one that fails in a given way); the checkpointer by default. */
+  workerSource = WORKER_SOURCE,
 ): Promise<WalCheckpoints | null> {
   if (database.client !== 'sqlite' || !database.checkpointIntervalMs) return null;
   const log = logger.child({ component: 'Database' });
   const stats: WalCheckpointStats = { checkpoints: 0, frames: 0, backlog: 0, failures: 0 };
-  const worker = new Worker(WORKER_SOURCE, {
+  const worker = new Worker(workerSource, {
     eval: true,
     // None of the process's node flags: the source is CommonJS whatever they say (`--input-type=module` would
     // make it a module), and no loader hooks (`--import tsx`) are needed for plain JavaScript.

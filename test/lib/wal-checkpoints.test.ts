@@ -1,6 +1,6 @@
 // SQLite's WAL checkpoints in a worker thread (lib/wal-checkpoints.ts): the worker copies the log into the
 // database file while the service's own connection only appends, the log stays bounded, stop() ends the thread,
-// and a worker that cannot start leaves SQLite's own checkpoints in place.
+// a worker that cannot start leaves SQLite's own checkpoints in place, and one that dies is logged as an error.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -279,6 +279,33 @@ sqliteTest(
         out.text,
         /SQLite checkpoints stay on the event loop: the checkpoint worker did not start \(.+\)/,
       );
+    } finally {
+      await database.drop();
+    }
+  },
+);
+
+sqliteTest(
+  'a worker that exits while the service runs is logged as an error; stop() still ends',
+  async (t) => {
+    const { database, config } = await migratedSqlite({ SQLITE_CHECKPOINT_INTERVAL_MS: '60000' });
+    try {
+      const { out, logger } = quietLogger('warn');
+      // A stand-in for the worker's script: it starts as the checkpointer does, then its thread ends (code 3).
+      const dies = `
+      const { parentPort } = require('node:worker_threads');
+      parentPort.postMessage({ type: 'ready' });
+      setTimeout(() => process.exit(3), 50);
+    `;
+      const checkpoints = await startWalCheckpoints(config.database, logger, dies);
+      t.truthy(checkpoints, 'it started');
+      const exitedLine = new RegExp(
+        `WAL checkpoint worker exited \\(code 3\\); SQLite checkpoints on the event loop past ${SAFETY_NET_PAGES} pages`,
+      );
+      t.true(await waitFor(() => exitedLine.test(out.text)), out.text);
+      t.is(JSON.parse(out.lines.find((line) => exitedLine.test(line))!).level, 50, 'logged as an error');
+      await checkpoints!.stop();
+      t.is(out.lines.filter((line) => exitedLine.test(line)).length, 1, 'once');
     } finally {
       await database.drop();
     }
