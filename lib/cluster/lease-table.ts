@@ -8,7 +8,7 @@
 // until TTL minus one renewal period after its last renewal, so the holder always lets go before the server lets
 // another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
 // shows as our own value at a newer revision, which is adopted; the read that tells is bounded by the lease's
-// validity too.
+// validity too. A renewal whose answer is lost while the key is released is looked up, and removed if it was applied.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -90,6 +90,23 @@ export function createLeaseTable(options: LeaseTableOptions) {
     }
   }
 
+  /**
+   * Released while a renewal was in flight whose answer was lost (not refused): the renewal may still have been
+   * applied, leaving our value at a newer revision that would hold the key until it expires. That revision is
+   * removed by its sequence (never another holder's message). Not when this table holds the key again (claimed
+   * anew meanwhile). The read is bounded by the old lease's validity: past it the server's TTL frees the key.
+   */
+  async function removeLostRenewal(key: string, lease: Held): Promise<void> {
+    const current = await beforeExpiry(
+      lease,
+      kv.get(key).catch(() => null),
+    );
+    if (current === EXPIRED || !current || held.has(key)) return;
+    if (current.revision > lease.revision && current.string() === lease.value) {
+      await removeRevision(key, current.revision);
+    }
+  }
+
   async function renew(key: string, lease: Held): Promise<void> {
     let failure: string | null = null;
     while (held.get(key) === lease) {
@@ -105,7 +122,10 @@ export function createLeaseTable(options: LeaseTableOptions) {
         lease.writtenAt = writtenAt;
         return;
       } catch (err) {
-        if (held.get(key) !== lease) return;
+        if (held.get(key) !== lease) {
+          if (!isTaken(err)) await removeLostRenewal(key, lease);
+          return;
+        }
         if (isTaken(err)) {
           // An earlier try of ours may have been applied with its answer lost: the key then holds our value at a
           // newer revision. Adopted (its write time unknown, the lease keeps the older one), then renewed again.

@@ -1,8 +1,9 @@
 // The lease table over a real JetStream KV bucket: a lease lost while its consequences take a while to play out
 // (a shard's in-flight orders answered first) does not hold up the renewal of the other leases, a release
 // racing a renewal leaves the key free, and a stalled NATS server (SIGSTOP on a private one) costs the lease only
-// when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease.
-import { jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+// when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease, and a
+// renewal applied whose answer is lost while its key is released does not hold the key until it expires.
+import { jetstream, jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import {
@@ -364,6 +365,75 @@ natsTest(
       t.is(renewed.string(), 'me');
       t.is(renewed.revision, reclaimed + 1);
       t.deepEqual(lost, []);
+      await kv.destroy();
+    } finally {
+      proxy.pass();
+      await proxied.close().catch(() => undefined);
+      await direct.close();
+      await proxy.close();
+    }
+  },
+);
+
+natsTest(
+  'a renewal applied whose answer is lost while its key is released is removed: the key is free before it expires',
+  async (t) => {
+    // The table's compare-and-set renewals (kv.update) go over a connection through a proxy that forwards the
+    // renewal and loses its answer (then cuts the link); everything else goes direct, so the release lands
+    // while the renewal waits for an answer that never comes.
+    const nats = new URL(NATS_URL);
+    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+    const direct = await connect({ servers: NATS_URL });
+    const proxied = await connect({ servers: `127.0.0.1:${proxy.port}` });
+    const bucket = uniquePrefix('leases');
+    try {
+      const kv = await new Kvm(direct).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
+      // A short request timeout, so the lost answer shows well within the lease's life.
+      const renewingKv = await new Kvm(jetstream(proxied, { timeout: 300 })).open(bucket);
+      const splitKv = new Proxy(kv, {
+        get(target, property) {
+          if (property === 'update') return renewingKv.update.bind(renewingKv);
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function'
+            ? (value as (...args: unknown[]) => unknown).bind(target)
+            : value;
+        },
+      });
+      const jsm = await jetstreamManager(direct);
+      const table = createLeaseTable({
+        kv: splitKv,
+        jsm,
+        bucket,
+        ttlMs: TTL_MS,
+        renewMs: RENEW_MS,
+        logger: quietLogger(),
+        onLost: () => undefined,
+      });
+      t.true(await table.claim('shard-1', 'me'));
+      const claimed = (await kv.get('shard-1'))!.revision;
+      const lostAnswer = proxy.cutOn(`$KV.${bucket}.shard-1`, { forward: true });
+      const renewal = table.renewAll();
+      // The renewal reached the server and was applied: our value at a newer revision.
+      await until(
+        async () => ((await kv.get('shard-1'))?.revision ?? 0) > claimed,
+        2000,
+        () => 'the renewal was not applied',
+      );
+      const released = Date.now();
+      await table.release('shard-1'); // removes the claimed revision, which the renewal replaced
+      t.true((await kv.get('shard-1'))?.string() === 'me', 'the applied renewal still holds the key');
+      await lostAnswer;
+      await renewal; // its answer never came
+      t.deepEqual(await liveKeys(jsm, bucket), [], 'nothing left in the bucket');
+      t.true(Date.now() - released < TTL_MS, `free after ${Date.now() - released} ms, before the TTL`);
+      t.true(
+        await kv.create('shard-1', 'other').then(
+          () => true,
+          () => false,
+        ),
+        'another instance can claim it',
+      );
+      t.false(table.holds('shard-1'));
       await kv.destroy();
     } finally {
       proxy.pass();
