@@ -1,8 +1,9 @@
 // Refresh-token rotation and a password change retry when InnoDB picks their transaction as a deadlock
 // victim: each is driven into a real deadlock with a rival transaction (test/helpers/deadlocks.ts) and the
 // HTTP call must answer as usual, not 503. SQLite has one writer and no deadlocks.
-// (A profile edit without a password change is one UPDATE of one member row: it holds no lock while it waits
-// for one, so it can never be part of a cycle; only the password change's transaction can.)
+// A profile edit without a password change is one UPDATE of one member row: it holds no lock while it waits
+// for one, so it can never be part of a cycle; only the password change's transaction can. The last test puts
+// it against the rival that deadlocks a password change.
 import test from 'ava';
 import { openRival } from '../helpers/deadlocks';
 import { createMember, login } from '../helpers/factories';
@@ -92,6 +93,38 @@ mysqlOnly(
       await login(app, { email: member.email, password: 'New-password-456' });
     } finally {
       revokes.stop();
+      await rival.end();
+    }
+  },
+);
+
+mysqlOnly(
+  "PATCH /members/me without a password change is no part of the password change's deadlock: it runs once, at once",
+  async (t) => {
+    const member = await createMember(app);
+    const { refreshToken } = await login(app, member);
+    const memberUpdates = watchQueries(app.db, (q) => /^update `members`/i.test(q.sql));
+    const rival = await openRival(app.config.database);
+    try {
+      // The rival of the test above: it holds the member's refresh tokens, then asks for the member row.
+      await rival.trx.raw('SELECT id FROM refresh_tokens WHERE member_id = ? FOR UPDATE', [member.id]);
+      // The edit takes the member row and commits without touching the tokens: it is answered while the rival
+      // still holds them, and the rival then gets the row.
+      const res = await app.request('PATCH', '/api/v1/members/me', {
+        token: member.token,
+        body: { name: 'Renamed', phone: '010-1111-2222' },
+      });
+      t.is(res.status, 200, res.text);
+      t.like(res.body, { name: 'Renamed', phone: '010-1111-2222' });
+      const [rows] = await rival.trx.raw('SELECT name, token_version FROM members WHERE id = ? FOR UPDATE', [
+        member.id,
+      ]);
+      t.like(rows[0], { name: 'Renamed', token_version: 0 }, 'committed, sessions untouched');
+      await rival.trx.rollback();
+      t.is(memberUpdates.count(), 1, 'run once: never a deadlock victim, never retried');
+      t.is((await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken } })).status, 200);
+    } finally {
+      memberUpdates.stop();
       await rival.end();
     }
   },
