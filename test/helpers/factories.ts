@@ -108,6 +108,7 @@ export async function login(app: TestApp, member: { email: string; password: str
   const res = await app.request('POST', '/api/v1/auth/login', {
     body: { email: member.email, password: member.password },
   });
-  if (res.status !== 200) throw new Error(`login failed: ${res.status}`);
+  // A refused login fails the test saying why (status and body), not at the session's first use.
+  if (res.status !== 200) throw new Error(`Login of ${member.email} answered ${res.status}: ${res.text}`);
   return res.body as { accessToken: string; refreshToken: string };
 }

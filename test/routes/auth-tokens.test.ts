@@ -4,7 +4,7 @@ import test from 'ava';
 import jwt from 'jsonwebtoken';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
-import { createMember, type TestMember } from '../helpers/factories';
+import { createMember, login, type TestMember } from '../helpers/factories';
 
 let app: TestApp;
 let buyer: TestMember;
@@ -52,15 +52,6 @@ function accessToken(
 const me = (token: string) => app.request('GET', '/api/v1/members/me', { token });
 const refresh = (refreshToken: string) =>
   app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken } });
-
-async function login(member: TestMember) {
-  const res = await app.request('POST', '/api/v1/auth/login', {
-    body: { email: member.email, password: member.password },
-  });
-  // Every test here needs a session: a refused login fails the test saying why, not at its first use.
-  if (res.status !== 200) throw new Error(`Login of ${member.email} answered ${res.status}: ${res.text}`);
-  return res.body as { accessToken: string; refreshToken: string };
-}
 
 test('a correctly signed access token is accepted (control for the attacks below)', async (t) => {
   const res = await me(accessToken());
@@ -222,7 +213,7 @@ test('a token accepted (and cached as verified) is refused once its exp passes: 
 
 test('the auth endpoints ignore a stale Authorization header: an expired access token cannot block its own refresh', async (t) => {
   const expired = accessToken({ expiresIn: -10 });
-  const session = await login(buyer);
+  const session = await login(app, buyer);
   const refreshed = await app.request('POST', '/api/v1/auth/refresh', {
     token: expired,
     body: { refreshToken: session.refreshToken },
@@ -244,18 +235,18 @@ test('the auth endpoints ignore a stale Authorization header: an expired access 
 });
 
 test('a refresh token used as a Bearer token: 401 INVALID_TOKEN', async (t) => {
-  const { refreshToken } = await login(buyer);
+  const { refreshToken } = await login(app, buyer);
   assertError(t, await me(refreshToken), 401, 'INVALID_TOKEN', '/api/v1/members/me');
 });
 
 test('an access token used as a refresh token: 401 INVALID_TOKEN', async (t) => {
-  const { accessToken: access } = await login(buyer);
+  const { accessToken: access } = await login(app, buyer);
   assertError(t, await refresh(access), 401, 'INVALID_TOKEN', '/api/v1/auth/refresh');
 });
 
 test('refresh token attacks: expired, tampered, wrong secret, alg none, wrong audience', async (t) => {
   const { jwt: cfg } = app.config;
-  const { refreshToken } = await login(buyer);
+  const { refreshToken } = await login(app, buyer);
   const claims = JSON.parse(Buffer.from(refreshToken.split('.')[1], 'base64url').toString());
   const { iat: _iat, exp: _exp, ...rest } = claims;
   const resign = (overrides: object, secret = cfg.secret, options: jwt.SignOptions = {}) =>
@@ -301,7 +292,7 @@ test('refresh token attacks: expired, tampered, wrong secret, alg none, wrong au
 
 test('a stored refresh token past its expiry is refused with TOKEN_EXPIRED', async (t) => {
   const member = await createMember(app);
-  const { refreshToken } = await login(member);
+  const { refreshToken } = await login(app, member);
   // The JWT says 7 days; the stored row is what the server trusts, so expire the row.
   await app
     .db('refresh_tokens')
