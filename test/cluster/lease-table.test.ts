@@ -14,7 +14,7 @@ import {
 } from '../../lib/cluster/lease-table';
 import { NATS_URL, natsTest, quietLogger, uniquePrefix, until } from './cluster-fixtures';
 import { startPrivateNats } from './private-nats';
-import { startTcpProxy } from '../helpers/tcp-proxy';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 
 const TTL_MS = 1500;
 const RENEW_MS = 300;
@@ -44,6 +44,59 @@ async function withLeaseTable(
   } finally {
     await kv.destroy().catch(() => undefined);
     await nc.close();
+  }
+}
+
+/**
+ * A lease table on a fresh bucket whose KV method `split` alone (`get` or `update`) goes over a connection
+ * through a TCP proxy, with JetStream requests timing out after `timeoutMs` there; everything else goes direct.
+ * The bucket is destroyed and the connections closed afterwards.
+ */
+async function withSplitLeaseTable(
+  split: 'get' | 'update',
+  options: { onLost: LeaseTableOptions['onLost']; timeoutMs?: number },
+  body: (context: {
+    table: LeaseTable;
+    kv: KV;
+    jsm: JetStreamManager;
+    bucket: string;
+    proxy: TcpProxy;
+  }) => Promise<void>,
+): Promise<void> {
+  const nats = new URL(NATS_URL);
+  const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+  const direct = await connect({ servers: NATS_URL });
+  const proxied = await connect({ servers: `127.0.0.1:${proxy.port}` });
+  const bucket = uniquePrefix('leases');
+  try {
+    const kv = await new Kvm(direct).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
+    const proxiedKv = await new Kvm(
+      jetstream(proxied, options.timeoutMs ? { timeout: options.timeoutMs } : {}),
+    ).open(bucket);
+    const splitKv = new Proxy(kv, {
+      get(target, property) {
+        if (property === split) return proxiedKv[split].bind(proxiedKv);
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const jsm = await jetstreamManager(direct);
+    const table = createLeaseTable({
+      kv: splitKv,
+      jsm,
+      bucket,
+      ttlMs: TTL_MS,
+      renewMs: RENEW_MS,
+      logger: quietLogger(),
+      onLost: options.onLost,
+    });
+    await body({ table, kv, jsm, bucket, proxy });
+    await kv.destroy();
+  } finally {
+    proxy.pass(); // a silenced or holed link is cut and comes back
+    await proxied.close().catch(() => undefined);
+    await direct.close();
+    await proxy.close();
   }
 }
 
@@ -315,34 +368,9 @@ natsTest(
     // The table's reads (kv.get) go over a connection through a proxy that silences them; its writes go direct,
     // so a release and a new claim can land while the read waits. The read then runs out with the old lease's
     // validity, which must not cost the new lease.
-    const nats = new URL(NATS_URL);
-    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
-    const direct = await connect({ servers: NATS_URL });
-    const proxied = await connect({ servers: `127.0.0.1:${proxy.port}` });
-    const bucket = uniquePrefix('leases');
     const lost: Array<{ key: string; reason: string }> = [];
-    try {
-      const kv = await new Kvm(direct).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
-      const readingKv = await new Kvm(proxied).open(bucket);
-      // The bucket's own KV, whose `get` alone takes the proxied connection.
-      const splitKv = new Proxy(kv, {
-        get(target, property) {
-          if (property === 'get') return (key: string) => readingKv.get(key);
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function'
-            ? (value as (...args: unknown[]) => unknown).bind(target)
-            : value;
-        },
-      });
-      const table = createLeaseTable({
-        kv: splitKv,
-        jsm: await jetstreamManager(direct),
-        bucket,
-        ttlMs: TTL_MS,
-        renewMs: RENEW_MS,
-        logger: quietLogger(),
-        onLost: (key, reason) => void lost.push({ key, reason }),
-      });
+    const onLost = (key: string, reason: string) => void lost.push({ key, reason });
+    await withSplitLeaseTable('get', { onLost }, async ({ table, kv, bucket, proxy }) => {
       t.true(await table.claim('shard-1', 'me'));
       await kv.put('shard-1', 'someone-else'); // the next renewal's compare-and-set fails and the table reads
       const silenced = proxy.silenceOn(`GET.KV_${bucket}`);
@@ -365,81 +393,46 @@ natsTest(
       t.is(renewed.string(), 'me');
       t.is(renewed.revision, reclaimed + 1);
       t.deepEqual(lost, []);
-      await kv.destroy();
-    } finally {
-      proxy.pass();
-      await proxied.close().catch(() => undefined);
-      await direct.close();
-      await proxy.close();
-    }
+    });
   },
 );
 
 natsTest(
   'a renewal applied whose answer is lost while its key is released is removed: the key is free before it expires',
-  async (t) => {
+  (t) =>
     // The table's compare-and-set renewals (kv.update) go over a connection through a proxy that forwards the
     // renewal and loses its answer (then cuts the link); everything else goes direct, so the release lands
-    // while the renewal waits for an answer that never comes.
-    const nats = new URL(NATS_URL);
-    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
-    const direct = await connect({ servers: NATS_URL });
-    const proxied = await connect({ servers: `127.0.0.1:${proxy.port}` });
-    const bucket = uniquePrefix('leases');
-    try {
-      const kv = await new Kvm(direct).create(bucket, { ttl: TTL_MS, history: 1, storage: StorageType.File });
-      // A short request timeout, so the lost answer shows well within the lease's life.
-      const renewingKv = await new Kvm(jetstream(proxied, { timeout: 300 })).open(bucket);
-      const splitKv = new Proxy(kv, {
-        get(target, property) {
-          if (property === 'update') return renewingKv.update.bind(renewingKv);
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function'
-            ? (value as (...args: unknown[]) => unknown).bind(target)
-            : value;
-        },
-      });
-      const jsm = await jetstreamManager(direct);
-      const table = createLeaseTable({
-        kv: splitKv,
-        jsm,
-        bucket,
-        ttlMs: TTL_MS,
-        renewMs: RENEW_MS,
-        logger: quietLogger(),
-        onLost: () => undefined,
-      });
-      t.true(await table.claim('shard-1', 'me'));
-      const claimed = (await kv.get('shard-1'))!.revision;
-      const lostAnswer = proxy.cutOn(`$KV.${bucket}.shard-1`, { forward: true });
-      const renewal = table.renewAll();
-      // The renewal reached the server and was applied: our value at a newer revision.
-      await until(
-        async () => ((await kv.get('shard-1'))?.revision ?? 0) > claimed,
-        2000,
-        () => 'the renewal was not applied',
-      );
-      const released = Date.now();
-      await table.release('shard-1'); // removes the claimed revision, which the renewal replaced
-      t.true((await kv.get('shard-1'))?.string() === 'me', 'the applied renewal still holds the key');
-      await lostAnswer;
-      await renewal; // its answer never came
-      t.deepEqual(await liveKeys(jsm, bucket), [], 'nothing left in the bucket');
-      t.true(Date.now() - released < TTL_MS, `free after ${Date.now() - released} ms, before the TTL`);
-      t.true(
-        await kv.create('shard-1', 'other').then(
-          () => true,
-          () => false,
-        ),
-        'another instance can claim it',
-      );
-      t.false(table.holds('shard-1'));
-      await kv.destroy();
-    } finally {
-      proxy.pass();
-      await proxied.close().catch(() => undefined);
-      await direct.close();
-      await proxy.close();
-    }
-  },
+    // while the renewal waits for an answer that never comes. A short request timeout there, so the lost answer
+    // shows well within the lease's life.
+    withSplitLeaseTable(
+      'update',
+      { onLost: () => undefined, timeoutMs: 300 },
+      async ({ table, kv, jsm, bucket, proxy }) => {
+        t.true(await table.claim('shard-1', 'me'));
+        const claimed = (await kv.get('shard-1'))!.revision;
+        const lostAnswer = proxy.cutOn(`$KV.${bucket}.shard-1`, { forward: true });
+        const renewal = table.renewAll();
+        // The renewal reached the server and was applied: our value at a newer revision.
+        await until(
+          async () => ((await kv.get('shard-1'))?.revision ?? 0) > claimed,
+          2000,
+          () => 'the renewal was not applied',
+        );
+        const released = Date.now();
+        await table.release('shard-1'); // removes the claimed revision, which the renewal replaced
+        t.true((await kv.get('shard-1'))?.string() === 'me', 'the applied renewal still holds the key');
+        await lostAnswer;
+        await renewal; // its answer never came
+        t.deepEqual(await liveKeys(jsm, bucket), [], 'nothing left in the bucket');
+        t.true(Date.now() - released < TTL_MS, `free after ${Date.now() - released} ms, before the TTL`);
+        t.true(
+          await kv.create('shard-1', 'other').then(
+            () => true,
+            () => false,
+          ),
+          'another instance can claim it',
+        );
+        t.false(table.holds('shard-1'));
+      },
+    ),
 );
