@@ -1,6 +1,7 @@
 // The transactional outbox: events are written in the SAME transaction as the change that causes them,
 // so an event exists if and only if its cause committed. The dispatcher delivers them after commit.
 import { dialect, type Db, type Trx } from '../db';
+import { insertRows } from '../insert-rows';
 import { currentRequestId } from '../request-context';
 import type { OrderCreatedPayload, OrderStatusChangedPayload } from './notification-schemas';
 
@@ -43,7 +44,10 @@ export function outboxRows(events: OutboxEvent[], now: Date, requestId = current
   }));
 }
 
-/** Inserts the events inside `trx` (one multi-row INSERT). */
+/**
+ * Inserts the events inside `trx`: one multi-row INSERT, prebuilt (a group commit writes one row per order
+ * of its batch; knex's builder cost ~80 us of CPU per 32-row batch, bench:order-writes 2026-11-25).
+ */
 export async function writeOutbox(
   trx: Trx,
   events: OutboxEvent[],
@@ -51,7 +55,7 @@ export async function writeOutbox(
   requestId?: string | null,
 ): Promise<void> {
   if (events.length === 0) return;
-  await trx('notification_outbox').insert(outboxRows(events, now, requestId ?? currentRequestId()));
+  await insertRows(trx, 'notification_outbox', outboxRows(events, now, requestId ?? currentRequestId()));
 }
 
 /**

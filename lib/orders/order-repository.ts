@@ -10,13 +10,13 @@ import {
   type Db,
   type Trx,
 } from '../db';
+import { insertRows, insertWithIds } from '../insert-rows';
 import { fetchPage, type PageRequest } from '../query-helpers';
 import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
 import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
-import { insertRows, insertWithIds } from './insert-ids';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
 import { orderJson, type OrderJson, type ShippingAddress } from './order-json';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { insertRows, insertWithIds } from '../../lib/orders/insert-ids';
+import { insertRows, insertWithIds } from '../../lib/insert-rows';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
 import { countQueries } from '../helpers/queries';
 

@@ -1,10 +1,11 @@
-// The orders' multi-row INSERTs, built without knex's query builder, and the ids of their rows without
-// reading them back where the database promises they are consecutive: SQLite (one writer; it reports the
-// LAST rowid) and MySQL/MariaDB with innodb_autoinc_lock_mode 0 or 1 (MariaDB's default; mysql2 reports
-// the FIRST id). With mode 2 ("interleaved", MySQL 8's default) the caller reads them back instead. Saves
-// two round trips per group commit. Part of the orders repository (order-repository.ts is its only user).
+// The group commit's multi-row INSERTs (orders, items, history, outbox), built without knex's query builder,
+// and the ids of their rows without reading them back where the database promises they are consecutive:
+// SQLite (one writer; it reports the LAST rowid) and MySQL/MariaDB with innodb_autoinc_lock_mode 0 or 1
+// (MariaDB's default; mysql2 reports the FIRST id). With mode 2 ("interleaved", MySQL 8's default) the caller
+// reads them back instead. Saves two round trips per group commit. Used by the repositories that write in
+// a batch's transaction: the orders' (order-repository.ts) and the outbox's (notifications/outbox.ts).
 import type { Knex } from 'knex';
-import { dialect } from '../db';
+import { dialect } from './db';
 
 const decided = new WeakMap<object, Promise<boolean>>();
 
@@ -27,15 +28,19 @@ interface Statement {
   head: string;
   row: string;
 }
-// One entry per table and column list the orders area inserts (a handful, fixed by the code).
+// One entry per table and column list inserted here (a handful, fixed by the code).
 const statements = new Map<string, Statement>();
+
+/** A row to insert: column name to value (a row type with named fields, e.g. OutboxRow, is one). */
+type Row = object;
 
 /**
  * `insert into `table` (`a`, `b`) values (?, ?), (?, ?)` and its bindings, the statement knex's builder
  * would produce (it took ~55 us to compile a 32-row batch of orders; this takes a few). Every row must have
  * the first row's columns; a value may be null, never undefined (as knex requires of bindings).
  */
-function insertStatement(table: string, rows: Record<string, unknown>[]): [string, Knex.Value[]] {
+
+function insertStatement(table: string, rows: Row[]): [string, Knex.Value[]] {
   const columns = Object.keys(rows[0]);
   const key = `${table}\u0000${columns.join('\u0000')}`;
   let statement = statements.get(key);
@@ -49,7 +54,7 @@ function insertStatement(table: string, rows: Record<string, unknown>[]): [strin
   const bindings: Knex.Value[] = [];
   for (const row of rows) {
     for (const column of columns) {
-      const value = row[column];
+      const value = (row as Record<string, unknown>)[column];
       if (value === undefined) throw new Error(`insert into ${table}: ${column} is undefined`);
       bindings.push(value as Knex.Value);
     }
@@ -59,7 +64,7 @@ function insertStatement(table: string, rows: Record<string, unknown>[]): [strin
 }
 
 /** Inserts `rows` (all with the same columns): one statement (MySQL), a few of repeating sizes (SQLite). */
-export async function insertRows(db: Knex, table: string, rows: Record<string, unknown>[]): Promise<void> {
+export async function insertRows(db: Knex, table: string, rows: Row[]): Promise<void> {
   let start = 0;
   for (const size of dialect.statementSizes(db, rows.length)) {
     const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
@@ -68,11 +73,7 @@ export async function insertRows(db: Knex, table: string, rows: Record<string, u
 }
 
 /** Inserts `rows` (all with the same columns) and returns their ids in row order, or null when they must be read back. */
-export async function insertWithIds(
-  db: Knex,
-  table: string,
-  rows: Record<string, unknown>[],
-): Promise<number[] | null> {
+export async function insertWithIds(db: Knex, table: string, rows: Row[]): Promise<number[] | null> {
   const known = await consecutive(db);
   const ids: number[] = [];
   let start = 0;
