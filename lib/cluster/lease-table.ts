@@ -8,7 +8,8 @@
 // until TTL minus one renewal period after its last renewal, so the holder always lets go before the server lets
 // another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
 // shows as our own value at a newer revision, which is adopted; the read that tells is bounded by the lease's
-// validity too. A renewal whose answer is lost while the key is released is looked up, and removed if it was applied.
+// validity too. A renewal whose answer is lost while the key is released is looked up, and removed if it was applied
+// (unless the key is being claimed again: the value read may be that claim's).
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -47,6 +48,8 @@ export function createLeaseTable(options: LeaseTableOptions) {
   // Monotonic: a wall clock stepped back would stretch a lease past the server's TTL.
   const now = options.now ?? (() => performance.now());
   const held = new Map<string, Held>();
+  /** Keys whose claim (`create`) is in flight: applied perhaps, its answer not here yet. */
+  const claiming = new Set<string>();
   /** Set by `stopRetrying()` (the instance is leaving): a failed renewal is not tried again. */
   let retrying = true;
 
@@ -93,15 +96,17 @@ export function createLeaseTable(options: LeaseTableOptions) {
   /**
    * Released while a renewal was in flight whose answer was lost (not refused): the renewal may still have been
    * applied, leaving our value at a newer revision that would hold the key until it expires. That revision is
-   * removed by its sequence (never another holder's message). Not when this table holds the key again (claimed
-   * anew meanwhile). The read is bounded by the old lease's validity: past it the server's TTL frees the key.
+   * removed by its sequence (never another holder's message). Not when this table holds the key again, or is
+   * claiming it: the value read may then be that claim's, applied with its answer still on the way. (Left in
+   * place, a renewal applied does no harm but keep the key taken until it expires, as before this clean-up.)
+   * The read is bounded by the old lease's validity: past it the server's TTL frees the key.
    */
   async function removeLostRenewal(key: string, lease: Held): Promise<void> {
     const current = await beforeExpiry(
       lease,
       kv.get(key).catch(() => null),
     );
-    if (current === EXPIRED || !current || held.has(key)) return;
+    if (current === EXPIRED || !current || held.has(key) || claiming.has(key)) return;
     if (current.revision > lease.revision && current.string() === lease.value) {
       await removeRevision(key, current.revision);
     }
@@ -156,6 +161,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
     async claim(key: string, value: string): Promise<boolean> {
       if (held.has(key)) return true;
       const writtenAt = now();
+      claiming.add(key);
       try {
         const revision = await kv.create(key, value);
         held.set(key, { value, revision, writtenAt });
@@ -163,6 +169,8 @@ export function createLeaseTable(options: LeaseTableOptions) {
       } catch (err) {
         if (!isTaken(err)) logger.debug({ err }, `Claiming ${key} failed`);
         return false;
+      } finally {
+        claiming.delete(key);
       }
     },
 

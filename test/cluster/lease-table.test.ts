@@ -1,8 +1,9 @@
 // The lease table over a real JetStream KV bucket: a lease lost while its consequences take a while to play out
 // (a shard's in-flight orders answered first) does not hold up the renewal of the other leases, a release
 // racing a renewal leaves the key free, and a stalled NATS server (SIGSTOP on a private one) costs the lease only
-// when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease, and a
-// renewal applied whose answer is lost while its key is released does not hold the key until it expires.
+// when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease, a
+// renewal applied whose answer is lost while its key is released does not hold the key until it expires, and the
+// clean-up of a lost renewal leaves alone a fresh claim of the key whose answer has not arrived yet.
 import { jetstream, jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -50,11 +51,17 @@ async function withLeaseTable(
 /**
  * A lease table on a fresh bucket whose KV method `split` alone (`get` or `update`) goes over a connection
  * through a TCP proxy, with JetStream requests timing out after `timeoutMs` there; everything else goes direct.
- * The bucket is destroyed and the connections closed afterwards.
+ * With `createAnswerAfter`, a claim's `create` is applied by the server at once but its answer reaches the table
+ * only when the promise it returns for that call settles (an answer still on its way). The bucket is destroyed and the connections
+ * closed afterwards.
  */
 async function withSplitLeaseTable(
   split: 'get' | 'update',
-  options: { onLost: LeaseTableOptions['onLost']; timeoutMs?: number },
+  options: {
+    onLost: LeaseTableOptions['onLost'];
+    timeoutMs?: number;
+    createAnswerAfter?: () => Promise<void>;
+  },
   body: (context: {
     table: LeaseTable;
     kv: KV;
@@ -76,6 +83,14 @@ async function withSplitLeaseTable(
     const splitKv = new Proxy(kv, {
       get(target, property) {
         if (property === split) return proxiedKv[split].bind(proxiedKv);
+        const answerAfter = options.createAnswerAfter;
+        if (property === 'create' && answerAfter) {
+          return async (...args: Parameters<KV['create']>) => {
+            const revision = await target.create(...args);
+            await answerAfter();
+            return revision;
+          };
+        }
         const value: unknown = Reflect.get(target, property, target);
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
@@ -435,4 +450,46 @@ natsTest(
         t.false(table.holds('shard-1'));
       },
     ),
+);
+
+natsTest(
+  "a lost renewal's clean-up leaves alone a fresh claim whose answer has not arrived yet",
+  async (t) => {
+    // The renewal (over the proxy) gets no answer: the proxy forwards nothing, so it was not applied. While it
+    // waits, the instance releases the key and claims it again; that claim is applied at once, but its answer is
+    // held until the renewal has given up and read the key. The read finds our value at a newer revision, as an
+    // applied renewal would leave it: it is the fresh claim's, and must stay.
+    let answerHeld: Promise<void> = Promise.resolve();
+    const lost: string[] = [];
+    await withSplitLeaseTable(
+      'update',
+      { onLost: (key) => void lost.push(key), timeoutMs: 300, createAnswerAfter: () => answerHeld },
+      async ({ table, kv, proxy }) => {
+        t.true(await table.claim('shard-1', 'me'));
+        proxy.blackhole();
+        const renewal = table.renewAll();
+        await table.release('shard-1');
+        let answer!: () => void;
+        answerHeld = new Promise<void>((resolve) => (answer = resolve));
+        const claim = table.claim('shard-1', 'me');
+        await until(
+          async () => (await kv.get('shard-1'))?.string() === 'me',
+          2000,
+          () => 'the new claim was not applied',
+        );
+        const reclaimed = (await kv.get('shard-1'))!.revision;
+        await renewal; // timed out, then read the key while the claim's answer was still held
+        answer();
+        t.true(await claim);
+        // Removed, the next renewal's compare-and-set would find no key and lose the lease.
+        t.is(
+          (await kv.get('shard-1'))?.revision,
+          reclaimed,
+          "the fresh claim's revision is still in the bucket",
+        );
+        t.true(table.holds('shard-1'));
+        t.deepEqual(lost, []);
+      },
+    );
+  },
 );
