@@ -29,7 +29,16 @@ export async function prepareDatabase(db: Db, config: Config, logger: Logger): P
   if (config.seedOnStart) await seedDemo(db, config);
 }
 
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+export interface StartServiceOptions {
+  /** The SQLite checkpoint worker's script (tests stand in one that fails); the checkpointer by default. */
+  walCheckpointWorker?: string;
+}
+
+export async function startService(
+  config: Config,
+  logger: Logger,
+  options: StartServiceOptions = {},
+): Promise<RunningService> {
   // Migrations (DDL on large tables) may take longer than a request's statement timeout: no limits there.
   const setup = createDb(config.database, undefined, logger);
   try {
@@ -37,8 +46,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   } finally {
     await setup.destroy();
   }
-  // SQLite: checkpoints in a worker thread, once the file exists (null for MySQL, or when turned off).
-  const walCheckpoints = await startWalCheckpoints(config.database, logger);
+  // SQLite: checkpoints in a worker thread, once the file exists (null for MySQL, when turned off, or when the
+  // worker did not start: the connection then keeps SQLite's own checkpoints).
+  const walCheckpoints = await startWalCheckpoints(config.database, logger, options.walCheckpointWorker);
   const db = createDb(walCheckpoints?.database ?? config.database, config.dbTimeouts, logger);
   const closeDb = async () => {
     await db.destroy();

@@ -7,7 +7,7 @@ import path from 'node:path';
 import knexFactory from 'knex';
 import { loadConfig, type Config } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
-import { startService, type RunningService } from '../../lib/server';
+import { startService, type RunningService, type StartServiceOptions } from '../../lib/server';
 import { buildServedDocument } from '../../routes/docs';
 import { createContract, type Contract } from './contract';
 
@@ -138,6 +138,8 @@ export interface StartOptions {
   /** Reuse an existing database instead of creating one (e.g. two app instances on one database). */
   database?: TestDatabase;
   logLevel?: Config['log']['level'];
+  /** What `startService` is given besides the config (e.g. a stand-in for the SQLite checkpoint worker). */
+  service?: StartServiceOptions;
 }
 
 // The route table is the same for every app of a process, so one contract (and its compiled schemas) serves all.
@@ -165,7 +167,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   });
   const logs = new LogCollector();
   const logger = createLogger({ level: config.log.level, format: config.log.format, out: logs });
-  const service = await startService(config, logger);
+  const service = await startService(config, logger, options.service);
   const ownsDatabase = !options.database;
   return {
     ...service,

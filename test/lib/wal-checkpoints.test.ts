@@ -1,6 +1,7 @@
 // SQLite's WAL checkpoints in a worker thread (lib/wal-checkpoints.ts): the worker copies the log into the
 // database file while the service's own connection only appends, the log stays bounded, stop() ends the thread,
-// a worker that cannot start leaves SQLite's own checkpoints in place, and one that dies is logged as an error.
+// a worker that cannot start leaves SQLite's own checkpoints in place (also in the running service), and one that
+// dies is logged as an error.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -19,6 +20,7 @@ import {
   testConfig,
   type TestDatabase,
 } from '../helpers/harness';
+import { createMember, login } from '../helpers/factories';
 
 // These tests make their own SQLite file: once is enough (the SQLite pass); the MySQL case runs in both.
 const sqliteTest = DB_KIND === 'sqlite' ? test : test.skip;
@@ -347,3 +349,25 @@ sqliteTest('the service runs its checkpoints in the worker by default; 0 turns t
     await database.drop();
   }
 });
+
+sqliteTest(
+  'a service whose checkpoint worker cannot start serves with SQLite its own checkpoints, with a warning',
+  async (t) => {
+    // A stand-in for the worker's script that fails before it is ready, as a worker that cannot load its driver.
+    const fails = "throw new Error('no checkpointer here');";
+    const app = await startTestApp({ logLevel: 'warn', service: { walCheckpointWorker: fails } });
+    try {
+      t.is(await autocheckpointPages(app.db), 1000, "SQLite's default, not the worker's safety net");
+      t.regex(
+        app.logs.text,
+        /SQLite checkpoints stay on the event loop: the checkpoint worker did not start \(.*no checkpointer here.*\)/,
+      );
+      // The service works: a login writes its refresh token, and the database answers the readiness check.
+      const member = await createMember(app);
+      t.truthy((await login(app, member)).refreshToken);
+      t.is((await app.request('GET', '/health/ready')).status, 200);
+    } finally {
+      await app.close();
+    }
+  },
+);
