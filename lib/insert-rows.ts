@@ -39,7 +39,6 @@ type Row = object;
  * would produce (it took ~55 us to compile a 32-row batch of orders; this takes a few). Every row must have
  * the first row's columns; a value may be null, never undefined (as knex requires of bindings).
  */
-
 function insertStatement(table: string, rows: Row[]): [string, Knex.Value[]] {
   const columns = Object.keys(rows[0]);
   const key = `${table}\u0000${columns.join('\u0000')}`;

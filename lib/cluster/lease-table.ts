@@ -98,7 +98,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
    * applied, leaving our value at a newer revision that would hold the key until it expires. That revision is
    * removed by its sequence (never another holder's message). Not when this table holds the key again, or is
    * claiming it: the value read may then be that claim's, applied with its answer still on the way. (Left in
-   * place, a renewal applied does no harm but keep the key taken until it expires, as before this clean-up.)
+   * place, a renewal applied does no harm but keeps the key taken until it expires, as before this clean-up.)
    * The read is bounded by the old lease's validity: past it the server's TTL frees the key.
    */
   async function removeLostRenewal(key: string, lease: Held): Promise<void> {

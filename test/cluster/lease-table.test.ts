@@ -52,8 +52,8 @@ async function withLeaseTable(
  * A lease table on a fresh bucket whose KV method `split` alone (`get` or `update`) goes over a connection
  * through a TCP proxy, with JetStream requests timing out after `timeoutMs` there; everything else goes direct.
  * With `createAnswerAfter`, a claim's `create` is applied by the server at once but its answer reaches the table
- * only when the promise it returns for that call settles (an answer still on its way). The bucket is destroyed and the connections
- * closed afterwards.
+ * only when the promise it returns for that call settles (an answer still on its way). The bucket is destroyed
+ * and the connections closed afterwards.
  */
 async function withSplitLeaseTable(
   split: 'get' | 'update',
