@@ -94,6 +94,22 @@ export function createLeaseTable(options: LeaseTableOptions) {
   }
 
   /**
+   * The revision at which `key` holds our value newer than `lease`'s (a renewal of ours applied whose answer was
+   * lost), null when it does not (absent, or someone else's), EXPIRED when the read outlasts the lease's validity:
+   * a NATS server that stops answering costs the lease when it runs out, not at the request's own timeout.
+   */
+  async function ourNewerRevision(key: string, lease: Held): Promise<number | null | typeof EXPIRED> {
+    const current = await beforeExpiry(
+      lease,
+      kv.get(key).catch(() => null),
+    );
+    if (current === EXPIRED) return EXPIRED;
+    return current && current.revision > lease.revision && current.string() === lease.value
+      ? current.revision
+      : null;
+  }
+
+  /**
    * Released while a renewal was in flight whose answer was lost (not refused): the renewal may still have been
    * applied, leaving our value at a newer revision that would hold the key until it expires. That revision is
    * removed by its sequence (never another holder's message). Not when this table holds the key again, or is
@@ -102,14 +118,9 @@ export function createLeaseTable(options: LeaseTableOptions) {
    * The read is bounded by the old lease's validity: past it the server's TTL frees the key.
    */
   async function removeLostRenewal(key: string, lease: Held): Promise<void> {
-    const current = await beforeExpiry(
-      lease,
-      kv.get(key).catch(() => null),
-    );
-    if (current === EXPIRED || !current || held.has(key) || claiming.has(key)) return;
-    if (current.revision > lease.revision && current.string() === lease.value) {
-      await removeRevision(key, current.revision);
-    }
+    const revision = await ourNewerRevision(key, lease);
+    if (revision === EXPIRED || revision === null || held.has(key) || claiming.has(key)) return;
+    await removeRevision(key, revision);
   }
 
   async function renew(key: string, lease: Held): Promise<void> {
@@ -134,17 +145,13 @@ export function createLeaseTable(options: LeaseTableOptions) {
         if (isTaken(err)) {
           // An earlier try of ours may have been applied with its answer lost: the key then holds our value at a
           // newer revision. Adopted (its write time unknown, the lease keeps the older one), then renewed again.
-          // The read is bounded by the lease's validity: a NATS server that stops answering costs the lease
-          // when it runs out, as a failed renewal does, not at the request's own timeout.
-          const current = await beforeExpiry(
-            lease,
-            kv.get(key).catch(() => null),
-          );
+          const revision = await ourNewerRevision(key, lease);
           // Released (and perhaps claimed anew) during the read: that is no longer this lease's to lose.
           if (held.get(key) !== lease) return;
-          if (current === EXPIRED) return lose(key, 'not renewed in time (no answer to the read of the key)');
-          if (current && current.revision > lease.revision && current.string() === lease.value) {
-            lease.revision = current.revision;
+          if (revision === EXPIRED)
+            return lose(key, 'not renewed in time (no answer to the read of the key)');
+          if (revision !== null) {
+            lease.revision = revision;
             continue;
           }
           return lose(key, 'taken over (compare-and-set failed)');
