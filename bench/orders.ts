@@ -312,8 +312,14 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
   return results;
 }
 
-/** `rounds`: the ratio of each round on its own (the modes alternate within a round), for how near the edge a median is. */
-type Ratios = Record<string, { value: number; target: string; met: boolean; rounds?: number[] }>;
+/**
+ * `rounds`: the ratio of each round on its own (the modes alternate within a round) and `roundsMet` how many of
+ * them meet the target, for how near the edge a median is.
+ */
+type Ratios = Record<
+  string,
+  { value: number; target: string; met: boolean; rounds?: number[]; roundsMet?: number }
+>;
 
 /** actor / transactional orders/s per scenario, each with the issue's target, and the oversell check. */
 const TARGETS: Record<Scenario, number> = { hot: 10, spread: 4, cart: 3 };
@@ -340,6 +346,7 @@ function ratiosOf(results: RunResult[]): Ratios {
       target: `>= ${TARGETS[scenario]}x`,
       met: value >= TARGETS[scenario],
       rounds,
+      roundsMet: rounds.filter((ratio) => ratio >= TARGETS[scenario]).length,
     };
   }
   // Issue 13: the service's CPU per order in actor mode, ~1 ms before the issue, target <= 0.4 ms.
@@ -377,7 +384,7 @@ function table(results: RunResult[], ratios: Ratios): string {
   for (const [name, r] of Object.entries(ratios)) {
     const x = name.includes('/ transactional') ? 'x' : '';
     const rounds = r.rounds?.length
-      ? `${r.rounds.map((value) => `${value}${x}`).join(', ')} (${r.rounds.filter((value) => value >= TARGETS[name.split(':')[0] as Scenario]).length} of ${r.rounds.length} met)`
+      ? `${r.rounds.map((value) => `${value}${x}`).join(', ')} (${r.roundsMet} of ${r.rounds.length} met)`
       : '';
     lines.push(`| ${name} | ${r.value}${x} | ${r.target} | ${r.met ? 'yes' : '**no**'} | ${rounds} |`);
   }

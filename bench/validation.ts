@@ -13,18 +13,12 @@ import { ValidationError } from '../lib/errors';
 import { validateInput } from '../lib/http/validate';
 import { createOrderBody } from '../lib/orders/order-schemas';
 import { median } from './lib/books';
+import { address } from './lib/order-world';
 import { ROOT } from './lib/processes';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
-const address = {
-  zipCode: '04524',
-  address: '1 Sejong-daero, Jung-gu, Seoul',
-  addressDetail: 'Apt 101',
-  receiverName: 'Demo Buyer',
-  receiverPhone: '010-0000-0000',
-};
 const bodies = {
   'one line': JSON.stringify({ orderItems: [{ productId: 1, quantity: 1 }], shippingAddress: address }),
   'three lines': JSON.stringify({
