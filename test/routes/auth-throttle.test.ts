@@ -1,11 +1,13 @@
 // The login throttle in the shared database: its window, its ceilings (per e-mail, per address, in total),
-// two app instances on one database sharing every counter, a restart keeping them, TRUST_PROXY; and login
-// timing: an unknown e-mail costs a bcrypt compare just like a wrong password, so response times do not
+// two app instances on one database sharing every counter, a restart keeping them, attempts counted while they run
+// (also right ones), TRUST_PROXY; and login timing: an unknown e-mail costs a bcrypt compare just like a wrong password, so response times do not
 // reveal which accounts exist.
 import test from 'ava';
 import { startTestApp, createTestDatabase, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
 import { createMember, uniq } from '../helpers/factories';
+import { createLoginThrottle } from '../../lib/auth/login-throttle';
+import { createRateLimits } from '../../lib/limits/rate-limits';
 
 const LOGIN = '/api/v1/auth/login';
 const PROXIED = { TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '1' };
@@ -84,6 +86,31 @@ test('parallel guesses over two instances cannot exceed the limit together', asy
     results.map((r) => r.status).sort(),
     [401, 401, 401, 401, 401, 429, 429, 429, 429, 429, 429, 429],
   );
+});
+
+test('attempts count while they run, right password or not: a login beside five running ones is refused until they end', async (t) => {
+  // Five attempts of one account from one address whose password checks are still running (as on another
+  // instance: counted in the shared table, not yet checked). The throttle counts an attempt when it starts, so
+  // parallel guesses cannot slip past the limit; a login with the right password beside them is refused too.
+  const app = await startTestApp({ env: PROXIED });
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  const address = '198.51.100.7';
+  const elsewhere = createLoginThrottle({
+    config: app.config,
+    rateLimits: createRateLimits({ db: app.db, logger: app.logger }),
+  });
+  for (let i = 0; i < 5; i++) await elsewhere.begin(member.email, address);
+  const refused = await attempt(app, member.email, member.password, address);
+  assertError(t, refused, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  t.is(refused.body.message, 'Too many failed logins for this account from this address');
+  // Another address is not held up by them.
+  t.is((await attempt(app, member.email, member.password, '198.51.100.8')).status, 200);
+  // One of the five succeeds: that clears the (e-mail, address) bucket, and the login goes through.
+  await elsewhere.succeeded(member.email, address);
+  const ok = await attempt(app, member.email, member.password, address);
+  t.is(ok.status, 200, JSON.stringify(ok.body));
+  t.is(ok.body.tokenType, 'Bearer');
 });
 
 test('per-e-mail ceiling over all addresses: a 4th address is refused; another e-mail is not', async (t) => {
