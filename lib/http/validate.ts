@@ -119,9 +119,8 @@ function toValidationError(err: unknown, where: Where): unknown {
 
 /**
  * Validates `value` and casts it (unless the schema is `.strict()`, as the order body is); throws ValidationError
- * (400) naming each bad field. Synchronous (yup's
- * validateSync: no promise per field and test) unless the schema has an asynchronous test, when the result is
- * a promise.
+ * (400) naming each bad field. Synchronous (yup's validateSync: no promise per field and test) unless the schema
+ * has an asynchronous test, when the result is a promise.
  */
 export function validateInput<S extends yup.ISchema<unknown>>(
   schema: S,
