@@ -15,7 +15,9 @@
 //
 // Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_NATS_URL
 // [nats://127.0.0.1:4222], BENCH_CONNECTIONS [60: a multiple of 1, 2 and 3], BENCH_DURATION [8 s],
-// BENCH_WARMUP [2 s], BENCH_ROUNDS [2], BENCH_INSTANCES [1,2,3], BENCH_SCENARIOS [hot,spread,get],
+// BENCH_WARMUP [12 s per scenario: each configuration's processes start cold, and each of two instances sees half
+// the load, so its JIT settles later; bench/README.md, Cluster, 2026-11-25 08:21], BENCH_ROUNDS [2],
+// BENCH_INSTANCES [1,2,3], BENCH_SCENARIOS [hot,spread,get],
 // BENCH_DB_POOL_MAX [20 per instance], BENCH_DB_TIMEOUT_MS [60000: patient, as bench:orders],
 // BENCH_GET_GENERATOR [wrk when installed (Debian: apt-get install -y wrk), else autocannon]: the generator of
 // the cached GET, whose CPU per request is of the order of the service's own (bench/lib/wrk.ts).
@@ -48,7 +50,7 @@ const MYSQL = (env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/
 const NATS_URL = env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222';
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 60);
 const DURATION = Number(env.BENCH_DURATION ?? 8);
-const WARMUP = Number(env.BENCH_WARMUP ?? 2);
+const WARMUP = Number(env.BENCH_WARMUP ?? 12);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
 const COUNTS = (env.BENCH_INSTANCES ?? '1,2,3').split(',').map(Number);
 const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,get').split(',') as Scenario[];
