@@ -86,6 +86,7 @@ const envSchema = yup.object({
   DATA_DIR: yup.string().default('./var'),
   UPLOAD_DIR: yup.string().optional(),
   MIGRATE_ON_START: bool().default(true),
+  MIGRATE_LOCK_WAIT_MS: int(0, 3_600_000).default(60_000),
   SEED_ON_START: bool().optional(),
   SEED_ADMIN_PASSWORD: seedPassword(),
   SEED_SELLER_PASSWORD: seedPassword(),
@@ -202,6 +203,8 @@ export interface Config {
   dataDir: string;
   uploadDir: string;
   migrateOnStart: boolean;
+  /** How long a start waits for another instance's migrations (knex's migration lock) before it fails. */
+  migrateLockWaitMs: number;
   seedOnStart: boolean;
   seedPasswords: { admin: string; seller: string; buyer: string };
   jwt: { secret: string; algorithm: 'HS256' | 'HS384' | 'HS512'; issuer: string; audience: string };
@@ -378,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     uploadDir: path.resolve(v.UPLOAD_DIR ?? path.join(dataDir, 'uploads')),
     migrateOnStart: v.MIGRATE_ON_START,
+    migrateLockWaitMs: v.MIGRATE_LOCK_WAIT_MS,
     seedOnStart: v.SEED_ON_START ?? !production,
     seedPasswords: {
       admin: v.SEED_ADMIN_PASSWORD ?? DEFAULT_SEED_PASSWORDS.admin,

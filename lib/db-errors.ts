@@ -150,7 +150,10 @@ interface WarnLogger {
  * of the request that waited for it (logged there), so it is debug here.
  */
 export function knexLog(logger: WarnLogger) {
-  const quiet = /^(Acquire connection error|Connection Error):/;
+  // Pool retries, and knex's two lines about a migration lock another instance holds: the start waits for it
+  // (lib/server.ts, prepareDatabase) and says so once, or fails naming the lock.
+  const quiet =
+    /^(Acquire connection error:|Connection Error:|Can't take lock to run migrations:|If you are sure migrations are not running)/;
   const line = (message: unknown) =>
     withoutValues(String(message instanceof Error ? safeErrorMessage(message) : message).split('\n')[0]);
   return {

@@ -21,11 +21,50 @@ export interface RunningService {
   shutdown(): Promise<void>;
 }
 
-export async function prepareDatabase(db: Db, config: Config, logger: Logger): Promise<void> {
-  if (config.migrateOnStart) {
-    const [, applied] = await db.migrate.latest();
-    if (applied.length > 0) logger.info({ component: 'Database' }, `Applied ${applied.length} migration(s)`);
+/**
+ * Another instance is migrating: knex's lock is taken (its LockError), or both created knex's own tables at
+ * once (each checks they are missing, then creates them).
+ */
+function migratingElsewhere(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  return (
+    err.name === 'MigrationLocked' ||
+    (/already exists/.test(err.message) && /knex_migrations/.test(err.message))
+  );
+}
+
+/**
+ * Applies pending migrations. Instances started together on a database with pending migrations (an
+ * orchestrator rolling out replicas) meet at knex's migration lock: the one that takes it migrates, the others
+ * wait until it is free (then find nothing pending) rather than fail. A lock still taken after
+ * `migrateLockWaitMs` fails the start: a migrator that crashed leaves it taken.
+ */
+async function migrate(db: Db, config: Config, logger: Logger): Promise<void> {
+  const log = logger.child({ component: 'Database' });
+  const deadline = Date.now() + config.migrateLockWaitMs;
+  for (let told = false; ;) {
+    try {
+      const [, applied] = await db.migrate.latest();
+      if (applied.length > 0) log.info(`Applied ${applied.length} migration(s)`);
+      return;
+    } catch (err) {
+      if (!migratingElsewhere(err)) throw err;
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `The migration lock is still taken after ${config.migrateLockWaitMs} ms (MIGRATE_LOCK_WAIT_MS): ` +
+            'if no instance is migrating, a migrator stopped holding it; clear it with `npm run db:unlock`',
+          { cause: err },
+        );
+      }
+      if (!told) log.info('Another instance is migrating the database: waiting for it');
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
+}
+
+export async function prepareDatabase(db: Db, config: Config, logger: Logger): Promise<void> {
+  if (config.migrateOnStart) await migrate(db, config, logger);
   if (config.seedOnStart) await seedDemo(db, config);
 }
 

@@ -1,4 +1,4 @@
-// `npm run db:migrate | db:rollback | db:seed`: the knex migrator and seeder run from code (the knex CLI
+// `npm run db:migrate | db:rollback | db:seed | db:unlock`: the knex migrator and seeder run from code (the knex CLI
 // does not know tsx), against the database the config points at.
 import { ConfigError, loadConfig } from '../lib/config';
 import { createDb } from '../lib/db';
@@ -15,11 +15,15 @@ try {
     } else if (command === 'rollback') {
       const [, reverted] = await db.migrate.rollback(undefined, process.argv.includes('--all'));
       console.log(reverted.length ? `Rolled back: ${reverted.join(', ')}` : 'Nothing to roll back');
+    } else if (command === 'unlock') {
+      // A migrator that stopped mid-way leaves knex's lock taken, and every start then waits and fails.
+      await db.migrate.forceFreeMigrationsLock();
+      console.log('Migration lock cleared');
     } else if (command === 'seed') {
       await seedDemo(db, config);
       console.log('Seeded demo accounts, categories and products');
     } else {
-      console.error('usage: db.ts migrate | rollback [--all] | seed');
+      console.error('usage: db.ts migrate | rollback [--all] | seed | unlock');
       process.exitCode = 2;
     }
   } finally {

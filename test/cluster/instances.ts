@@ -129,7 +129,8 @@ export async function startClusterWorld(label: string, options: WorldOptions = {
   let contract: Contract | undefined;
   let turn = 0;
 
-  // Migrated once here: instances started together would otherwise race for knex's migration lock.
+  // Migrated once here, so each instance's start is short (started together they would also wait for one another's
+  // migrations: lib/server.ts, prepareDatabase).
   const setup = knexFactory(knexConfig(config.database));
   try {
     await prepareDatabase(setup, { ...config, migrateOnStart: true }, quietLogger());
