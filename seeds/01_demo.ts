@@ -1,8 +1,10 @@
 // Idempotent demo data: the three demo accounts of API.md, a small category tree and a few products of
-// the demo seller. Inserts only what is missing, so running it twice changes nothing.
+// the demo seller. Inserts only what is missing, so running it twice changes nothing, also when several
+// instances seed on start at the same moment (on MySQL/MariaDB they take turns).
 import type { Knex } from 'knex';
 import { DEFAULT_SEED_PASSWORDS, loadConfig, type Config } from '../lib/config';
 import { hashPassword } from '../lib/auth/passwords';
+import { dialect } from '../lib/db';
 
 export const DEMO_ACCOUNTS = [
   { key: 'admin', email: 'admin@marketplace.test', name: 'Demo Admin', role: 'ADMIN', businessNumber: null },
@@ -45,6 +47,21 @@ export async function seedDemo(knex: Knex, config: Config): Promise<void> {
       }
     }
   }
+  if (!dialect.isMysql(knex)) return writeDemo(knex, config);
+  // Instances started together each seed on start, and every check below reads before it inserts: they take
+  // turns on the one row every migrated database has, knex's migration lock (the row is only read, FOR UPDATE,
+  // and held to the COMMIT), so each reads what the one before it committed. Several instances on one SQLite
+  // file are not a deployment (SQLite is the single embedded instance's).
+  await knex.transaction(
+    async (trx) => {
+      await trx('knex_migrations_lock').forUpdate().select('is_locked');
+      await writeDemo(trx, config);
+    },
+    { isolationLevel: 'read committed' },
+  );
+}
+
+async function writeDemo(knex: Knex, config: Config): Promise<void> {
   const now = new Date();
   const ids: Record<string, number> = {};
   for (const account of DEMO_ACCOUNTS) {

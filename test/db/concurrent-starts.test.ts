@@ -1,0 +1,122 @@
+// Instances started at the same moment on a fresh database (an orchestrator rolling out replicas, or the
+// README's cluster commands run together) all migrate and seed on start: the ones that find knex's migration
+// lock taken wait for it instead of failing, every migration runs once, and the demo seed writes its rows once. A lock nobody releases (a migrator that crashed) fails the start after the wait, saying how to
+// clear it. Each instance is its own pool here, so the lock is contended in the database, as between processes.
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { createDb } from '../../lib/db';
+import { createLogger } from '../../lib/logger';
+import { prepareDatabase } from '../../lib/server';
+import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
+
+const MIGRATIONS = fs
+  .readdirSync(path.join(import.meta.dirname, '../../migrations'))
+  .filter((file) => /\.(ts|js)$/.test(file)).length;
+
+/** A logger whose JSON lines land in `out.lines` (debug and up). */
+const loggerInto = (out: LogCollector) => createLogger({ level: 'debug', format: 'json', out });
+const messages = (logs: LogCollector) =>
+  logs.lines.map((line) => JSON.parse(line) as { level: number; msg: string });
+
+let database: TestDatabase;
+test.before(async () => {
+  database = await createTestDatabase();
+});
+test.after.always(async () => {
+  await database?.drop();
+});
+
+test.serial(
+  'three instances starting together on a fresh database all migrate and seed, each once',
+  async (t) => {
+    const config = testConfig(database.env);
+    const logs = new LogCollector();
+    const logger = loggerInto(logs);
+    const dbs = [1, 2, 3].map(() => createDb(config.database, undefined, logger));
+    try {
+      await Promise.all(
+        dbs.map((db) => prepareDatabase(db, { ...config, migrateOnStart: true, seedOnStart: true }, logger)),
+      );
+      const names = (await dbs[0]('knex_migrations').select('name')).map((row) => String(row.name));
+      t.is(names.length, MIGRATIONS);
+      t.is(new Set(names).size, MIGRATIONS, 'no migration ran twice');
+      const rows = async (table: string) => Number((await dbs[0](table).count({ n: '*' }))[0].n);
+      t.deepEqual(
+        {
+          members: await rows('members'),
+          categories: await rows('categories'),
+          products: await rows('products'),
+        },
+        { members: 3, categories: 8, products: 5 },
+        'the demo seed wrote its rows once',
+      );
+      const lock = await dbs[0]('knex_migrations_lock').first('is_locked');
+      t.is(Number(lock.is_locked), 0, 'the lock is free again');
+      const said = messages(logs).map((line) => line.msg);
+      t.is(said.filter((msg) => msg.startsWith('Applied ')).length, 1, 'one instance applied the migrations');
+      t.log(`${said.filter((msg) => msg.startsWith('Another instance is migrating')).length} of 3 waited`);
+    } finally {
+      await Promise.all(dbs.map((db) => db.destroy()));
+    }
+  },
+);
+
+test.serial('a lock nobody releases fails the start after the wait, naming how to clear it', async (t) => {
+  const config = testConfig(database.env);
+  const logs = new LogCollector();
+  const logger = loggerInto(logs);
+  const db = createDb(config.database, undefined, logger);
+  try {
+    await db.migrate.latest();
+    await db('knex_migrations_lock').update({ is_locked: 1 });
+    const started = Date.now();
+    const err = await t.throwsAsync(
+      prepareDatabase(db, { ...config, migrateOnStart: true, migrateLockWaitMs: 600 }, logger),
+    );
+    t.true(Date.now() - started >= 600, 'it waited for the lock first');
+    t.regex(err!.message, /migration lock is still taken after 600 ms/);
+    t.regex(err!.message, /npm run db:unlock/);
+    // Said once; knex's own two lines per refused attempt are debug, not a warning every 250 ms.
+    const lines = messages(logs);
+    t.is(lines.filter((line) => line.msg.startsWith('Another instance is migrating')).length, 1);
+    t.deepEqual(
+      lines.filter((line) => line.level >= 40),
+      [],
+    );
+  } finally {
+    await db('knex_migrations_lock').update({ is_locked: 0 });
+    await db.destroy();
+  }
+});
+
+// Several instances share MySQL/MariaDB; SQLite is the single embedded instance's (and three connections of one
+// process would wait for one another's write lock synchronously, on the one event loop).
+const sharedDatabaseTest = DB_KIND === 'mysql' ? test.serial : test.serial.skip;
+
+sharedDatabaseTest('three demo seeds at once on a migrated database write each row once', async (t) => {
+  // As when the migrating instance seeds while the others, done waiting, seed too (bcrypt at the default cost
+  // makes that window ~1 s wide).
+  const fresh = await createTestDatabase();
+  const config = testConfig(fresh.env);
+  const logger = loggerInto(new LogCollector());
+  const dbs = [1, 2, 3].map(() => createDb(config.database, undefined, logger));
+  try {
+    await dbs[0].migrate.latest();
+    await Promise.all(
+      dbs.map((db) => prepareDatabase(db, { ...config, migrateOnStart: false, seedOnStart: true }, logger)),
+    );
+    const rows = async (table: string) => Number((await dbs[0](table).count({ n: '*' }))[0].n);
+    t.deepEqual(
+      {
+        members: await rows('members'),
+        categories: await rows('categories'),
+        products: await rows('products'),
+      },
+      { members: 3, categories: 8, products: 5 },
+    );
+  } finally {
+    await Promise.all(dbs.map((db) => db.destroy()));
+    await fresh.drop();
+  }
+});
