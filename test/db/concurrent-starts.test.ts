@@ -2,16 +2,21 @@
 // README's cluster commands run together) all migrate and seed on start: the ones that find knex's migration
 // lock taken wait for it instead of failing, every migration runs once, and the demo seed writes its rows once. A lock nobody releases (a migrator that crashed) fails the start after the wait, saying how to
 // clear it. Each instance is its own pool here, so the lock is contended in the database, as between processes.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { createDb } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
 
+const ROOT = path.join(import.meta.dirname, '../..');
+const run = promisify(execFile);
+
 const MIGRATIONS = fs
-  .readdirSync(path.join(import.meta.dirname, '../../migrations'))
+  .readdirSync(path.join(ROOT, 'migrations'))
   .filter((file) => /\.(ts|js)$/.test(file)).length;
 
 /** A logger whose JSON lines land in `out.lines` (debug and up). */
@@ -84,6 +89,15 @@ test.serial('a lock nobody releases fails the start after the wait, naming how t
       lines.filter((line) => line.level >= 40),
       [],
     );
+
+    // The hint works: `npm run db:unlock` (its script, as npm runs it) frees the lock, and the start goes on.
+    const unlock = await run(process.execPath, ['--import', 'tsx', 'scripts/db.ts', 'unlock'], {
+      cwd: ROOT,
+      env: { ...process.env, ...database.env, NODE_ENV: 'test' },
+    });
+    t.regex(unlock.stdout, /Migration lock cleared/);
+    await prepareDatabase(db, { ...config, migrateOnStart: true, migrateLockWaitMs: 600 }, logger);
+    t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 0);
   } finally {
     await db('knex_migrations_lock').update({ is_locked: 0 });
     await db.destroy();
