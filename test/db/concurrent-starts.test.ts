@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { createDb } from '../../lib/db';
+import { createDb, type Db } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
@@ -23,6 +23,17 @@ const MIGRATIONS = fs
 const loggerInto = (out: LogCollector) => createLogger({ level: 'debug', format: 'json', out });
 const messages = (logs: LogCollector) =>
   logs.lines.map((line) => JSON.parse(line) as { level: number; msg: string });
+
+/** The demo seed's rows (seeds/01_demo.ts): 3 accounts, 8 categories, 5 products. */
+const SEEDED = { members: 3, categories: 8, products: 5 };
+async function demoRows(db: Db) {
+  const rows = async (table: string) => Number((await db(table).count({ n: '*' }))[0].n);
+  return {
+    members: await rows('members'),
+    categories: await rows('categories'),
+    products: await rows('products'),
+  };
+}
 
 let database: TestDatabase;
 test.before(async () => {
@@ -46,16 +57,7 @@ test.serial(
       const names = (await dbs[0]('knex_migrations').select('name')).map((row) => String(row.name));
       t.is(names.length, MIGRATIONS);
       t.is(new Set(names).size, MIGRATIONS, 'no migration ran twice');
-      const rows = async (table: string) => Number((await dbs[0](table).count({ n: '*' }))[0].n);
-      t.deepEqual(
-        {
-          members: await rows('members'),
-          categories: await rows('categories'),
-          products: await rows('products'),
-        },
-        { members: 3, categories: 8, products: 5 },
-        'the demo seed wrote its rows once',
-      );
+      t.deepEqual(await demoRows(dbs[0]), SEEDED, 'the demo seed wrote its rows once');
       const lock = await dbs[0]('knex_migrations_lock').first('is_locked');
       t.is(Number(lock.is_locked), 0, 'the lock is free again');
       const said = messages(logs).map((line) => line.msg);
@@ -120,15 +122,7 @@ sharedDatabaseTest('three demo seeds at once on a migrated database write each r
     await Promise.all(
       dbs.map((db) => prepareDatabase(db, { ...config, migrateOnStart: false, seedOnStart: true }, logger)),
     );
-    const rows = async (table: string) => Number((await dbs[0](table).count({ n: '*' }))[0].n);
-    t.deepEqual(
-      {
-        members: await rows('members'),
-        categories: await rows('categories'),
-        products: await rows('products'),
-      },
-      { members: 3, categories: 8, products: 5 },
-    );
+    t.deepEqual(await demoRows(dbs[0]), SEEDED);
   } finally {
     await Promise.all(dbs.map((db) => db.destroy()));
     await fresh.drop();
