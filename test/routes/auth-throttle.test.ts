@@ -1,7 +1,7 @@
 // The login throttle in the shared database: its window, its ceilings (per e-mail, per address, in total),
-// two app instances on one database sharing every counter, a restart keeping them, attempts counted while they run
-// (also right ones), TRUST_PROXY; and login timing: an unknown e-mail costs a bcrypt compare just like a wrong password, so response times do not
-// reveal which accounts exist.
+// two app instances on one database sharing every counter, a restart keeping them, attempts counted while they
+// run (also right ones), TRUST_PROXY; and login timing: an unknown e-mail costs a bcrypt compare just like a
+// wrong password, so response times do not reveal which accounts exist.
 import test from 'ava';
 import { startTestApp, createTestDatabase, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
