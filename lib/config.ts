@@ -332,6 +332,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
 
+  // Cluster instances share one database; the embedded SQLite file is one process's (several processes on one
+  // file would each run their own group commit against the same file lock, which nothing here tests).
+  if (v.NATS_URL && !v.DATABASE_URL) {
+    throw new ConfigError(
+      'NATS_URL',
+      'Invalid configuration: NATS_URL (cluster mode) needs DATABASE_URL: instances share one MySQL/MariaDB database, and the embedded SQLite file serves one process',
+    );
+  }
+
   // A lease is trusted for its TTL less one renewal period (lib/cluster/lease-table.ts); renewals must fit at
   // least twice into that, or a renewal a little late (timers always are) would lose every shard.
   if (v.CLUSTER_RENEW_MS * 3 > v.CLUSTER_LEASE_TTL_MS) {

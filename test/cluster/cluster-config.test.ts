@@ -4,14 +4,16 @@ import test from 'ava';
 import { ConfigError, loadConfig } from '../../lib/config';
 
 const base = { NODE_ENV: 'test' };
+// Cluster mode needs a shared database; the URL is only parsed here, never connected to.
+const mysql = { ...base, DATABASE_URL: 'mysql://root@127.0.0.1:3306/shop' };
 
 test('without NATS_URL there is no cluster: nothing else is needed', (t) => {
   t.is(loadConfig(base).cluster, null);
 });
 
 test('NATS_URL turns cluster mode on with the documented defaults and a unique instance id', (t) => {
-  const first = loadConfig({ ...base, NATS_URL: 'nats://127.0.0.1:4222' }).cluster!;
-  const second = loadConfig({ ...base, NATS_URL: 'nats://127.0.0.1:4222' }).cluster!;
+  const first = loadConfig({ ...mysql, NATS_URL: 'nats://127.0.0.1:4222' }).cluster!;
+  const second = loadConfig({ ...mysql, NATS_URL: 'nats://127.0.0.1:4222' }).cluster!;
   t.like(first, {
     natsUrl: 'nats://127.0.0.1:4222',
     prefix: 'marketplace',
@@ -23,7 +25,7 @@ test('NATS_URL turns cluster mode on with the documented defaults and a unique i
   t.regex(first.instanceId, new RegExp(`^[A-Za-z0-9_-]+-${process.pid}-[0-9a-f]{6}$`));
   t.not(first.instanceId, second.instanceId);
   const custom = loadConfig({
-    ...base,
+    ...mysql,
     NATS_URL: 'nats://a:4222, nats://b:4222',
     CLUSTER_PREFIX: 'shop_eu',
     CLUSTER_INSTANCE_ID: 'web-1',
@@ -57,9 +59,20 @@ test('every bad cluster value names its variable', (t) => {
     [{ CLUSTER_REQUEST_TIMEOUT_MS: 'soon' }, 'CLUSTER_REQUEST_TIMEOUT_MS'],
   ];
   for (const [env, variable] of cases) {
-    const err = t.throws(() => loadConfig({ ...base, NATS_URL: 'nats://127.0.0.1:4222', ...env }), {
+    const err = t.throws(() => loadConfig({ ...mysql, NATS_URL: 'nats://127.0.0.1:4222', ...env }), {
       instanceOf: ConfigError,
     });
     t.is(err?.variable, variable, JSON.stringify(env));
   }
+});
+
+test('NATS_URL without DATABASE_URL is refused: a cluster shares MySQL/MariaDB, never the embedded SQLite file', (t) => {
+  const err = t.throws(() => loadConfig({ ...base, NATS_URL: 'nats://127.0.0.1:4222' }), {
+    instanceOf: ConfigError,
+  });
+  t.is(err?.variable, 'NATS_URL');
+  t.is(
+    err?.message,
+    'Invalid configuration: NATS_URL (cluster mode) needs DATABASE_URL: instances share one MySQL/MariaDB database, and the embedded SQLite file serves one process',
+  );
 });

@@ -58,7 +58,14 @@ async function natsAnswers(): Promise<void> {
 export const uniquePrefix = (label: string) => `t-${label}-${crypto.randomBytes(4).toString('hex')}`;
 
 export function clusterConfig(prefix: string, env: Record<string, string> = {}): ClusterConfig {
-  const config = loadConfig({ NODE_ENV: 'test', NATS_URL, CLUSTER_PREFIX: prefix, ...env });
+  // Cluster mode needs a shared database's URL; these tests use the cluster alone, so it is never connected to.
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    NATS_URL,
+    DATABASE_URL: 'mysql://root@127.0.0.1:3306/unused',
+    CLUSTER_PREFIX: prefix,
+    ...env,
+  });
   return config.cluster!;
 }
 

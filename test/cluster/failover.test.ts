@@ -25,6 +25,7 @@ function spawnNode(prefix: string, instanceId: string): ChildNode {
       ...process.env,
       NODE_ENV: 'test',
       NATS_URL,
+      DATABASE_URL: 'mysql://root@127.0.0.1:3306/unused', // cluster mode needs one; this node never connects
       CLUSTER_PREFIX: prefix,
       CLUSTER_INSTANCE_ID: instanceId,
     },
