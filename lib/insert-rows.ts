@@ -5,7 +5,7 @@
 // reads them back instead. Saves two round trips per group commit. Used by the repositories that write in
 // a batch's transaction: the orders' (order-repository.ts) and the outbox's (notifications/outbox.ts).
 import type { Knex } from 'knex';
-import { dialect } from './db';
+import { dialect, runPrebuilt } from './db';
 
 const decided = new WeakMap<object, Promise<boolean>>();
 
@@ -67,7 +67,7 @@ export async function insertRows(db: Knex, table: string, rows: Row[]): Promise<
   let start = 0;
   for (const size of dialect.statementSizes(db, rows.length)) {
     const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
-    await db.raw(sql, bindings);
+    await runPrebuilt(db, sql, bindings);
   }
 }
 
@@ -78,7 +78,7 @@ export async function insertWithIds(db: Knex, table: string, rows: Row[]): Promi
   let start = 0;
   for (const size of dialect.statementSizes(db, rows.length)) {
     const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
-    const result: unknown = await db.raw(sql, bindings);
+    const result: unknown = await runPrebuilt(db, sql, bindings);
     if (!known) continue;
     const first = dialect.firstInsertedId(db, dialect.rawWriteResult(db, result).insertId, size);
     for (let index = 0; index < size; index++) ids.push(first + index);

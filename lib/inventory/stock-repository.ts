@@ -4,7 +4,7 @@
 // modes and cancellations use these statements; the status each write leaves follows the stock by the
 // one rule in actors/product-status.ts.
 import type { Knex } from 'knex';
-import { affectedRows, dialect, toCents } from '../db';
+import { affectedRows, dialect, runPrebuilt, toCents } from '../db';
 import { sql, statusFollowingStockRaw, statusFollowingStockSql } from '../products/product-status-sql';
 import type { ProductStatus } from '../../actors/product-status';
 import type { JudgedStockChange, ProductView, StockChange } from '../../actors/stock-rules';
@@ -140,7 +140,7 @@ export async function deductStockBatch(
   let start = 0;
   for (const size of dialect.statementSizes(trx, sorted.length, BATCH_CHUNK)) {
     const chunk = sorted.slice(start, (start += size));
-    const result = await trx.raw(batchText(chunk.length), batchBindings(chunk, now));
+    const result = await runPrebuilt(trx, batchText(chunk.length), batchBindings(chunk, now));
     if (dialect.rawWriteResult(trx, result).affectedRows !== chunk.length) return false;
   }
   return true;

@@ -13,6 +13,13 @@ export const readsProducts = (query: QueryEvent) => /from [`"]products[`"]/i.tes
 /** A statement that updates the products table. */
 export const updatesProducts = (query: QueryEvent) => /^update [`"]products[`"]/i.test(query.sql);
 
+/**
+ * Whether a statement carries `value`: among its bindings, or written into its text where the statement's values
+ * were escaped before knex saw it (the group commit's prebuilt statements on MySQL/MariaDB, `runPrebuilt`).
+ */
+export const carries = (query: QueryEvent, value: number) =>
+  (query.bindings ?? []).includes(value) || new RegExp(`(?<![\\w'.])${value}(?![\\w'.])`).test(query.sql);
+
 /** Counts the statements matching `matches` from now until `stop()`. */
 export function watchQueries(db: Knex, matches: (query: QueryEvent) => boolean) {
   let count = 0;

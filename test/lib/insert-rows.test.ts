@@ -108,3 +108,55 @@ test('insertRows refuses rows whose columns differ from the first row, or an und
   });
   t.is((await app.db('categories').where('name_key', row.name_key)).length, 0);
 });
+
+test("values are written exactly whatever they hold (quotes, backslashes, '?', emoji, a date's milliseconds)", async (t) => {
+  const at = new Date('2026-11-25T11:00:00.123Z');
+  const key = `exact-${Date.now()}`;
+  const names = [`it's "a" \\ test ? ?? \`x\``, 'line\nbreak\t% _ 😀 한글', "'); drop table categories; --"];
+  await app.db.transaction((trx) =>
+    insertRows(
+      trx,
+      'categories',
+      names.map((name, index) => ({
+        name,
+        name_key: `${key}-${index}`,
+        parent_key: 0,
+        parent_id: null,
+        display_order: index,
+        created_at: at,
+      })),
+    ),
+  );
+  const stored = (await app
+    .db('categories')
+    .where('name_key', 'like', `${key}-%`)
+    .orderBy('name_key')
+    .select('name', 'created_at')) as Array<{ name: string; created_at: Date | string | number }>;
+  t.deepEqual(
+    stored.map((row) => row.name),
+    names,
+  );
+  for (const row of stored) t.is(new Date(row.created_at).getTime(), at.getTime());
+});
+
+test('a failing statement names its placeholders, never the values it carried', async (t) => {
+  const secret = `value-not-for-logs-${Date.now()}`;
+  // A parent that does not exist: the database's own message names the constraint, not the row's values.
+  const row = {
+    name: secret,
+    name_key: secret,
+    parent_key: 0,
+    parent_id: 2_000_000_000,
+    created_at: new Date(),
+  };
+  // `any`: better-sqlite3's errors are not this realm's Error.
+  const err = (await t.throwsAsync(insertRows(app.db, 'categories', [row]), { any: true })) as Error & {
+    sql?: string;
+  };
+  t.regex(
+    err.message,
+    /^insert into [`"]categories[`"] \(.*\) values \(\?, \?, \?, \?, \?\) - .*foreign key/i,
+  );
+  t.false(err.message.includes(secret), err.message);
+  t.false(String(err.sql ?? '').includes(secret));
+});

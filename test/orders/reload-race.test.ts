@@ -7,6 +7,7 @@ import test from 'ava';
 import type { GroupCommit } from '../../lib/inventory/group-commit';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { placeOrder, productRow, world } from './order-fixtures';
+import { carries } from '../helpers/queries';
 
 let app: TestApp;
 test.before(async () => {
@@ -28,7 +29,7 @@ function rereadAtCommitOf(productId: number): () => boolean {
   let fired = false;
   const listener = (query: QueryEvent) => {
     const sql = query.sql.toLowerCase();
-    if (/^update [`"]products[`"]/.test(sql) && (query.bindings ?? []).includes(productId)) {
+    if (/^update [`"]products[`"]/.test(sql) && carries(query, productId)) {
       deducting.add(query.__knexTxId);
     } else if (sql.startsWith('commit') && deducting.has(query.__knexTxId)) {
       fired = true;
@@ -74,11 +75,7 @@ test.serial(
     let reading: Promise<{ actorAtStart: unknown; stock: number }> | undefined;
     const onQuery = (query: QueryEvent) => {
       // The batch's transaction is under way (its UPDATE is sent): a read is asked for now.
-      if (
-        !reading &&
-        /^update [`"]products[`"]/i.test(query.sql) &&
-        (query.bindings ?? []).includes(productId)
-      )
+      if (!reading && /^update [`"]products[`"]/i.test(query.sql) && carries(query, productId))
         reading = groupCommit().read(async () => {
           const actorAtStart = inventory.inspect(productId);
           return { actorAtStart, stock: (await productRow(app, productId)).stock };
@@ -105,7 +102,7 @@ test.serial('a batch waits for the reads under way', async (t) => {
   const read = groupCommit().read(() => held);
   let updates = 0;
   const onQuery = (query: QueryEvent) => {
-    if (/^update [`"]products[`"]/i.test(query.sql) && (query.bindings ?? []).includes(productId)) updates++;
+    if (/^update [`"]products[`"]/i.test(query.sql) && carries(query, productId)) updates++;
   };
   app.db.on('query', onQuery);
   try {
