@@ -3,6 +3,7 @@
 // lock taken wait for it instead of failing, every migration runs once, and the demo seed writes its rows once. A lock nobody releases (a migrator that crashed) fails the start after the wait, saying how to
 // clear it. Each instance is its own pool here, so the lock is contended in the database, as between processes.
 import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -11,6 +12,7 @@ import { createDb, type Db } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
+import { startServerProcess } from '../helpers/server-process';
 
 const ROOT = path.join(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -128,3 +130,43 @@ sharedDatabaseTest('three demo seeds at once on a migrated database write each r
     await fresh.drop();
   }
 });
+
+sharedDatabaseTest(
+  'three server processes started together on a fresh database all listen and answer; migrations and the seed ran once',
+  async (t) => {
+    // The real entry point (`lib/server.ts`, as `npm start` runs it), three times at once, as an orchestrator
+    // rolling out replicas does: the in-process pools above contend for the same lock, these are processes.
+    const fresh = await createTestDatabase();
+    const env = {
+      ...fresh.env,
+      MIGRATE_ON_START: 'true',
+      SEED_ON_START: 'true',
+      JWT_SECRET: crypto.randomBytes(32).toString('hex'),
+    };
+    const started = await Promise.allSettled([1, 2, 3].map(() => startServerProcess(env)));
+    const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    const db = createDb(testConfig(fresh.env).database);
+    try {
+      t.deepEqual(
+        started.map((result) => (result.status === 'fulfilled' ? 'listening' : String(result.reason))),
+        ['listening', 'listening', 'listening'],
+      );
+      for (const server of servers) {
+        const response = await fetch(`${server.url}/api/v1/categories`);
+        t.is(response.status, 200);
+        t.is(((await response.json()) as unknown[]).length, SEEDED.categories, "the seed's categories, once");
+      }
+      const names = (await db('knex_migrations').select('name')).map((row) => String(row.name));
+      t.is(names.length, MIGRATIONS);
+      t.is(new Set(names).size, MIGRATIONS, 'no migration ran twice');
+      t.deepEqual(await demoRows(db), SEEDED, 'the demo seed wrote its rows once');
+      const applied = servers.filter((server) => /Applied \d+ migration/.test(server.output()));
+      t.is(applied.length, 1, 'one process applied the migrations');
+    } finally {
+      for (const server of servers) server.child.kill('SIGKILL');
+      await Promise.all(servers.map((server) => server.exited));
+      await db.destroy();
+      await fresh.drop();
+    }
+  },
+);
