@@ -174,7 +174,7 @@ export const dialect = {
  * guarded UPDATE, hundreds of values each. On MySQL/MariaDB the values are escaped here by mysql2's own
  * `format`, with the connection's settings (what mysql2 does for a query with values), and knex gets the
  * finished text without bindings: its raw query would otherwise scan the text and copy the values once more
- * before mysql2 escapes them (~5 us of CPU per order, bench/README.md, orders, 2026-11-25 11:00). An error
+ * before mysql2 escapes them (~2.5-5 us of CPU per order, bench/README.md, orders, 2026-11-25 11:00). An error
  * names the statement with its placeholders, never the values (as `compileSqlOnError: false` does for every
  * other query). SQLite binds the values to its reused prepared statement.
  */
