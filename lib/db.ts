@@ -19,10 +19,10 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const MIGRATIONS_DIR = path.join(root, 'migrations');
 export const SEEDS_DIR = path.join(root, 'seeds');
 
-/** `timeouts` bound every wait for the database (the service passes them; scripts and migrations do not). */
 /** mysql2's time zone for Date values, both ways (UTC). */
 const MYSQL_TIMEZONE = 'Z';
 
+/** `timeouts` bound every wait for the database (the service passes them; scripts and migrations do not). */
 export function knexConfig(
   database: Config['database'],
   timeouts?: DbTimeouts,
