@@ -15,10 +15,12 @@ export const updatesProducts = (query: QueryEvent) => /^update [`"]products[`"]/
 
 /**
  * Whether a statement carries `value`: among its bindings, or written into its text where the statement's values
- * were escaped before knex saw it (the group commit's prebuilt statements on MySQL/MariaDB, `runPrebuilt`).
+ * were escaped before knex saw it (the group commit's prebuilt statements on MySQL/MariaDB, `runPrebuilt`). In the
+ * text only a bare number counts: quoted strings (a date's `'2026-11-25 12:00:00'`, a name) are left out first.
  */
 export const carries = (query: QueryEvent, value: number) =>
-  (query.bindings ?? []).includes(value) || new RegExp(`(?<![\\w'.])${value}(?![\\w'.])`).test(query.sql);
+  (query.bindings ?? []).includes(value) ||
+  new RegExp(`(?<![\\w.])${value}(?![\\w.])`).test(query.sql.replace(/'(?:[^'\\]|\\.|'')*'/g, "''"));
 
 /** Counts the statements matching `matches` from now until `stop()`. */
 export function watchQueries(db: Knex, matches: (query: QueryEvent) => boolean) {
