@@ -1,7 +1,9 @@
 // Instances started at the same moment on a fresh database (an orchestrator rolling out replicas, or the
 // README's cluster commands run together) all migrate and seed on start: the ones that find knex's migration
-// lock taken wait for it instead of failing, every migration runs once, and the demo seed writes its rows once. A lock nobody releases (a migrator that crashed) fails the start after the wait, saying how to
-// clear it. Each instance is its own pool here, so the lock is contended in the database, as between processes.
+// lock taken wait for it instead of failing, every migration runs once, and the demo seed writes its rows once.
+// A lock nobody releases (a migrator that crashed) fails the start after the wait, saying how to clear it. Most
+// tests give each instance its own pool, so the lock is contended in the database, as between processes; the
+// last one starts three real server processes.
 import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -36,7 +36,11 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
   const output = () => chunks.join('');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output()}`)), 30_000);
+    const timer = setTimeout(() => {
+      // A process that never listened is not left running behind the failed test.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${output()}`));
+    }, 30_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       chunks.push(chunk.toString());
       const match = /Listening on [\d.]+:(\d+)/.exec(output());
