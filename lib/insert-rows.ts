@@ -1,22 +1,29 @@
 // The group commit's multi-row INSERTs (orders, items, history, outbox), built without knex's query builder,
 // and the ids of their rows without reading them back where the database promises they are consecutive:
 // SQLite (one writer; it reports the LAST rowid) and MySQL/MariaDB with innodb_autoinc_lock_mode 0 or 1
-// (MariaDB's default; mysql2 reports the FIRST id). With mode 2 ("interleaved", MySQL 8's default) the caller
-// reads them back instead. Saves two round trips per group commit. Used by the repositories that write in
+// (MariaDB's default; mysql2 reports the FIRST id), there `auto_increment_increment` apart (Galera sets it to
+// the cluster's size). With mode 2 ("interleaved", MySQL 8's default) the caller reads them back instead. Saves two round trips per group commit. Used by the repositories that write in
 // a batch's transaction: the orders' (order-repository.ts) and the outbox's (notifications/outbox.ts).
 import type { Knex } from 'knex';
 import { dialect, runPrebuilt } from './db';
 
-const decided = new WeakMap<object, Promise<boolean>>();
+const decided = new WeakMap<object, Promise<number | null>>();
 
-async function consecutive(db: Knex): Promise<boolean> {
-  if (!dialect.isMysql(db)) return true;
+/**
+ * The distance between the ids of one multi-row INSERT's rows, or null when they are not promised to be evenly
+ * spaced. Asked once per pool: the server's settings, which every connection starts with (the service never
+ * changes them per session).
+ */
+async function idStep(db: Knex): Promise<number | null> {
+  if (!dialect.isMysql(db)) return 1;
   const key = (db.client as { config: object }).config;
   let answer = decided.get(key);
   if (!answer) {
     answer = db
-      .raw('SELECT @@innodb_autoinc_lock_mode AS mode')
-      .then(([rows]: [Array<{ mode: number | string }>]) => Number(rows[0]?.mode) <= 1);
+      .raw('SELECT @@innodb_autoinc_lock_mode AS mode, @@auto_increment_increment AS step')
+      .then(([rows]: [Array<{ mode: number | string; step: number | string }>]) =>
+        Number(rows[0]?.mode) <= 1 ? Number(rows[0].step) : null,
+      );
     decided.set(key, answer);
   }
   return answer;
@@ -73,15 +80,15 @@ export async function insertRows(db: Knex, table: string, rows: Row[]): Promise<
 
 /** Inserts `rows` (all with the same columns) and returns their ids in row order, or null when they must be read back. */
 export async function insertWithIds(db: Knex, table: string, rows: Row[]): Promise<number[] | null> {
-  const known = await consecutive(db);
+  const step = await idStep(db);
   const ids: number[] = [];
   let start = 0;
   for (const size of dialect.statementSizes(db, rows.length)) {
     const [sql, bindings] = insertStatement(table, rows.slice(start, (start += size)));
     const result: unknown = await runPrebuilt(db, sql, bindings);
-    if (!known) continue;
+    if (step === null) continue;
     const first = dialect.firstInsertedId(db, dialect.rawWriteResult(db, result).insertId, size);
-    for (let index = 0; index < size; index++) ids.push(first + index);
+    for (let index = 0; index < size; index++) ids.push(first + index * step);
   }
-  return known ? ids : null;
+  return step === null ? null : ids;
 }

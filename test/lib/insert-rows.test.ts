@@ -1,4 +1,6 @@
 import test from 'ava';
+import knexFactory from 'knex';
+import { knexConfig } from '../../lib/db';
 import { insertRows, insertWithIds } from '../../lib/insert-rows';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
 import { countQueries } from '../helpers/queries';
@@ -54,6 +56,46 @@ test.serial(
       ids!.map((id) => stored.find((row: { id: number }) => row.id === id)?.name_key),
       rows.map((row) => row.name_key),
     );
+  },
+);
+
+// Galera sets auto_increment_increment to the cluster's size: a multi-row INSERT's ids are then `step` apart.
+(DB_KIND === 'mysql' ? test : test.skip)(
+  'insertWithIds returns the right ids when the server hands them out in steps (auto_increment_increment 3)',
+  async (t) => {
+    const db = knexFactory({
+      ...knexConfig(app.config.database),
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate(
+          conn: { query(sql: string, done: (err: Error | null) => void): void },
+          done: (err: Error | null, conn: unknown) => void,
+        ) {
+          conn.query('SET SESSION auto_increment_increment = 3', (err) => done(err, conn));
+        },
+      },
+    });
+    try {
+      const key = `step-${Date.now()}`;
+      const rows = [2, 0, 1].map((n) => ({
+        name: `s${n}`,
+        name_key: `${key}-${n}`,
+        parent_key: 0,
+        parent_id: null,
+        display_order: n,
+        created_at: new Date(),
+      }));
+      const ids = await db.transaction((trx) => insertWithIds(trx, 'categories', rows));
+      t.is(ids![1] - ids![0], 3);
+      const stored = await app.db('categories').whereIn('id', ids!).select('id', 'name_key');
+      t.deepEqual(
+        ids!.map((id) => stored.find((row: { id: number }) => row.id === id)?.name_key),
+        rows.map((row) => row.name_key),
+      );
+    } finally {
+      await db.destroy();
+    }
   },
 );
 
