@@ -45,7 +45,8 @@ export async function limitMysqlConnection(conn: MysqlConnection, timeouts: DbTi
       values,
       (err: (Error & { code?: string }) | null, ...rest: unknown[]) => {
         // mysql2 leaves a timed-out query queued on the connection; a destroyed connection is evicted by
-        // knex's pool validation, and the server rolls back whatever transaction it held.
+        // knex's pool validation, and the server rolls back whatever transaction it held, unless a COMMIT
+        // still on the wire reaches it first (commit-outcome.ts's check waits for that transaction's end).
         if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
         done(err, ...rest);
       },

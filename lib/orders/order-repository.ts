@@ -3,6 +3,7 @@
 // own small store (idempotency.ts).
 import {
   affectedRows,
+  dialect,
   centsToDecimal,
   fromCents,
   isDeadlock,
@@ -216,12 +217,18 @@ export async function lostClaims(trx: Trx, placements: Placement[]): Promise<num
   return lost;
 }
 
-/** Whether orders with these numbers exist (after a lost COMMIT: did it apply?). */
+/**
+ * Whether orders with these numbers exist (after a lost COMMIT: did it apply?). On MySQL/MariaDB a locking read:
+ * a COMMIT still on its way when the client gave up on the connection may yet apply, and until the server
+ * ends that transaction (committed, or rolled back when the connection closes) its uncommitted rows are locked,
+ * so the read waits for its outcome instead of reporting rows that are about to exist as missing (bounded by
+ * the session's lock wait timeout, after which the outcome is unknown).
+ */
 export async function ordersExist(db: Db, orderNumbers: string[]): Promise<boolean> {
   if (orderNumbers.length === 0) return false;
-  const found = (await db('orders').whereIn('order_number', orderNumbers).count({ n: '*' }).first()) as {
-    n: number | string;
-  };
+  const query = db('orders').whereIn('order_number', orderNumbers).count({ n: '*' });
+  if (dialect.isMysql(db)) void query.forShare();
+  const found = (await query.first()) as { n: number | string };
   return Number(found.n) > 0;
 }
 

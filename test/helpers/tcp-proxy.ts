@@ -1,8 +1,9 @@
 // A TCP proxy of the tests' own (node:net) between the service and MariaDB (or NATS), to make the server fail
 // the ways networks fail: refuse new connections (reset at once), black-hole (accept, never forward,
 // existing connections too), cut every connection, cut the connection that sends a given query
-// (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client, or silence it from a
-// given request on.
+// (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client, silence it from a
+// given request on, or hold a query back for a while (a packet late on the wire) and deliver it even when the
+// client gave up on the connection meanwhile.
 import net from 'node:net';
 
 export type ProxyMode = 'pass' | 'refuse' | 'blackhole';
@@ -14,6 +15,8 @@ interface Link {
   holed: boolean;
   /** This link sent the trap's `after` text. */
   primed: boolean;
+  /** What the client sent behind a held-back packet (`delayOn`), forwarded after it; null when nothing is held. */
+  held: Buffer[] | null;
 }
 
 interface QueryTrap {
@@ -23,6 +26,8 @@ interface QueryTrap {
   blackoutMs: number;
   /** The link goes silent instead of being cut (`silenceOn`). */
   silent?: boolean;
+  /** The packet is forwarded this late instead (`delayOn`). */
+  delayMs?: number;
   sprung: () => void;
 }
 
@@ -53,6 +58,13 @@ export interface TcpProxy {
    * Resolves when that happened; `pass()` cuts the link afterwards.
    */
   silenceOn(text: string): Promise<void>;
+  /**
+   * The next time a client sends a packet containing `text` (on a connection that sent `after` before), that
+   * packet reaches the server `delayMs` late, and what the client sends meanwhile after it. A client that closes
+   * the connection meanwhile closes it only after that: the server gets the packet, then the end, as a packet
+   * still on the wire arrives before the close that followed it. Resolves when the packet was delivered.
+   */
+  delayOn(text: string, options: { after?: string; delayMs: number }): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -65,7 +77,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const cut = (link: Link) => {
     if (!links.delete(link)) return;
     link.client.destroy();
-    link.upstream?.destroy();
+    if (!link.held) link.upstream?.destroy(); // else closed once the held packets went
   };
 
   const server = net.createServer((client) => {
@@ -73,7 +85,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       client.resetAndDestroy();
       return;
     }
-    const link: Link = { client, upstream: null, holed: mode === 'blackhole', primed: false };
+    const link: Link = { client, upstream: null, holed: mode === 'blackhole', primed: false, held: null };
     links.add(link);
     client.on('error', () => cut(link));
     client.on('close', () => cut(link));
@@ -83,14 +95,29 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     upstream.on('error', () => cut(link));
     upstream.on('close', () => cut(link));
     upstream.on('data', (chunk) => {
-      if (!link.holed) client.write(chunk);
+      if (!link.holed && !client.destroyed) client.write(chunk);
     });
     client.on('data', (chunk) => {
       if (link.holed) return;
+      if (link.held) {
+        link.held.push(chunk);
+        return;
+      }
       if (trap?.after && chunk.includes(trap.after)) link.primed = true;
       if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
-        const { forward, blackoutMs, silent, sprung } = trap;
+        const { forward, blackoutMs, silent, delayMs, sprung } = trap;
         trap = null;
+        if (delayMs !== undefined) {
+          const held: Buffer[] = [chunk];
+          link.held = held;
+          setTimeout(() => {
+            for (const late of held) upstream.write(late);
+            link.held = null;
+            if (!links.has(link)) upstream.end(); // the client left meanwhile
+            sprung();
+          }, delayMs);
+          return;
+        }
         if (silent) {
           link.holed = true;
           sprung();
@@ -154,6 +181,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           after: options.after ? Buffer.from(options.after) : null,
           forward: options.forward,
           blackoutMs: options.blackoutMs ?? 0,
+          sprung: resolve,
+        };
+      });
+    },
+    delayOn(text, options) {
+      return new Promise<void>((resolve) => {
+        for (const link of links) link.primed = false;
+        trap = {
+          text: Buffer.from(text),
+          after: options.after ? Buffer.from(options.after) : null,
+          forward: true,
+          blackoutMs: 0,
+          delayMs: options.delayMs,
           sprung: resolve,
         };
       });

@@ -2,7 +2,8 @@
 // the service answers the truth when it can check it (201 with the orders that were committed, or it
 // places them again when the COMMIT did not apply), and 503 COMMIT_OUTCOME_UNKNOWN when it cannot; never
 // 500. A retry with the same Idempotency-Key then yields exactly one order, and the actor's view of the
-// product matches the database either way.
+// product matches the database either way. A COMMIT that reaches the server only after the client gave up on
+// the connection still applies: the check waits for that transaction's end instead of placing the order again.
 import test from 'ava';
 import {
   DB_KIND,
@@ -133,4 +134,42 @@ for (const mode of modes) {
       },
     );
   }
+}
+
+for (const mode of modes) {
+  test.serial(
+    `${mode}: a COMMIT that reaches the server after the client gave up applies, and the check waits for it: 201, one order`,
+    async (t) => {
+      if (DB_KIND !== 'mysql') return t.pass('the late COMMIT needs MariaDB');
+      // The client gives up on a query after DB_STATEMENT_TIMEOUT_MS + 1 s and drops the connection; the COMMIT
+      // arrives 2.5 s after it was sent, before the close that followed it. A check that saw "no orders" before it
+      // applied would place the order a second time.
+      const app = await startTestApp({
+        database,
+        logLevel: 'warn',
+        env: {
+          DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL),
+          INVENTORY_MODE: mode,
+          DB_STATEMENT_TIMEOUT_MS: '1000',
+        },
+      });
+      try {
+        const { buyer, product } = await world(app);
+        const p = await product({ stockQuantity: 5 });
+        const late = proxy!.delayOn('COMMIT', { after: 'insert into `orders`', delayMs: 2500 });
+        const res = await placeOrder(app, buyer.token, [{ productId: p, quantity: 2 }]);
+        await late;
+        t.is(res.status, 201);
+        t.is(res.body.orders.length, 1);
+        t.is(await ordersOf(app, buyer.id), 1, 'the order was not placed a second time');
+        t.deepEqual(await productRow(app, p), { stock: 3, status: 'ON_SALE', salesCount: 2 });
+        t.true(await actorAgrees(app, p, 3));
+        t.true(
+          app.logs.lines.some((line) => line.includes('The connection was lost during COMMIT; checking')),
+        );
+      } finally {
+        await app.close();
+      }
+    },
+  );
 }
