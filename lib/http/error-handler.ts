@@ -18,11 +18,24 @@ interface HttpishError {
   headers?: Record<string, string>;
 }
 
-function fromFrameworkError(err: HttpishError): AppError | null {
-  // A Content-Encoding (gzip, deflate) whose body does not decode.
-  if (err.code === 'Z_DATA_ERROR' || err.code === 'Z_BUF_ERROR') {
+/**
+ * Reading the request body failed through the client's doing, whatever code the error carries: a body that
+ * does not decode, or one the client stopped sending (raw-body's `request.aborted` carries ECONNABORTED, which
+ * from a database connection would mean an outage).
+ */
+function fromBodyError(err: HttpishError): AppError | null {
+  // A Content-Encoding whose body does not decode: zlib's codes (gzip, deflate), brotli's (ERR__ERROR_...).
+  if (err.code === 'Z_DATA_ERROR' || err.code === 'Z_BUF_ERROR' || err.code?.startsWith('ERR__ERROR_')) {
     return new AppError(400, 'VALIDATION_ERROR', 'Request body could not be decoded');
   }
+  // The connection closed (or timed out) before the whole body arrived; nobody may be left to answer.
+  if (err.type === 'request.aborted') {
+    return new AppError(400, 'VALIDATION_ERROR', 'Request body was not received in full');
+  }
+  return null;
+}
+
+function fromFrameworkError(err: HttpishError): AppError | null {
   const status = err.status ?? err.statusCode;
   if (!status || status >= 500) return null;
   if (status === 413) return new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is larger than 1 MB');
@@ -51,7 +64,7 @@ export function errorHandler(logger: Logger): Middleware {
       await next();
     } catch (err) {
       // An unreachable or timed-out database is 503 SERVICE_UNAVAILABLE with Retry-After, not a 500.
-      const client = toClientError(err);
+      const client = fromBodyError(err as HttpishError) ?? toClientError(err);
       let error = client instanceof AppError ? client : fromFrameworkError(err as HttpishError);
       if (!error) {
         log.error({ err }, `Unhandled error on ${ctx.method} ${ctx.path}`);

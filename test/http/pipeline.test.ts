@@ -1,10 +1,12 @@
 import http from 'node:http';
+import net from 'node:net';
 import test from 'ava';
 import Koa from 'koa';
 import { errorHandler } from '../../lib/http/error-handler';
 import { requestIdAndAccessLog } from '../../lib/http/request-id';
 import { createLogger } from '../../lib/logger';
 import { LogCollector, request, startTestApp, type TestApp } from '../helpers/harness';
+import { until } from '../helpers/until';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -168,6 +170,42 @@ test('a Content-Encoding that does not decode is a 400, not a 500', async (t) =>
   });
   t.is(res.status, 400);
   t.like(res.body, { status: 400, code: 'VALIDATION_ERROR', message: 'Request body could not be decoded' });
+});
+
+test('a brotli body that does not decode is a 400, not a 500', async (t) => {
+  const res = await app.request('POST', '/api/v1/auth/login', {
+    raw: 'garbage',
+    headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'br' },
+  });
+  t.is(res.status, 400);
+  t.like(res.body, { status: 400, code: 'VALIDATION_ERROR', message: 'Request body could not be decoded' });
+});
+
+test('a client that stops sending its body is a 400 in the access log, not an ERROR and a 503', async (t) => {
+  const requestId = `abort-${Date.now()}`;
+  const url = new URL(app.url);
+  const socket = net.connect(Number(url.port), url.hostname);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  socket.write(
+    'POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      `Content-Length: 100\r\nX-Request-Id: ${requestId}\r\n\r\n{"email":`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  socket.destroy();
+  const ours = () => app.logs.lines.filter((line) => line.includes(requestId));
+  await until(
+    () => ours().some((line) => line.includes('POST /api/v1/auth/login')),
+    5000,
+    () => ours().join('\n'),
+  );
+  t.true(
+    ours().some((line) => line.includes('POST /api/v1/auth/login 400')),
+    ours().join('\n'),
+  );
+  t.false(
+    ours().some((line) => line.includes('ERROR')),
+    ours().join('\n'),
+  );
 });
 
 test('repeated or malformed integer query parameters are 400', async (t) => {
