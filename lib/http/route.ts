@@ -8,6 +8,7 @@ import type { TokenService } from '../auth/tokens';
 import { UnsupportedMediaTypeError } from '../errors';
 import { admitCaller, callerOf, type AuthRequirement, type CallerOf } from './authenticate';
 import { errorShape } from './error-body';
+import { staticPathGuard } from './fallback';
 import { validateInput, validateText } from './validate';
 
 export type { AuthRequirement } from './authenticate';
@@ -123,7 +124,10 @@ type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 
 export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], tokens: TokenService): void {
   for (const def of defs) {
     const headersOf = def.headers ? declaredHeaders(def.headers) : null;
+    const path = prefix + def.path;
+    const guard = path.includes('/:') ? staticPathGuard(router, path) : null;
     const early = async (ctx: Context): Promise<void> => {
+      guard?.(ctx);
       await admitCaller(def.auth, tokens, ctx, def.ignoreBearer);
       if (def.body && !def.requestContentType && hasBody(ctx) && !ctx.is('application/json')) {
         throw new UnsupportedMediaTypeError('Content-Type must be application/json');
@@ -144,7 +148,6 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
         def.headers && headersOf ? await validateText(def.headers, headersOf(ctx), 'headers') : {};
       await def.handler({ ...(ctx.state.routeInput as EarlyInput), body, headers } as never, ctx);
     };
-    const path = prefix + def.path;
     if (def.before?.length) {
       router[def.method](
         path,

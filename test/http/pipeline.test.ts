@@ -7,6 +7,7 @@ import { requestIdAndAccessLog } from '../../lib/http/request-id';
 import { createLogger } from '../../lib/logger';
 import { LogCollector, request, startTestApp, type TestApp } from '../helpers/harness';
 import { until } from '../helpers/until';
+import { createMember } from '../helpers/factories';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -78,6 +79,31 @@ test('known path, other method: 405 METHOD_NOT_ALLOWED with Allow', async (t) =>
   t.is(res.status, 405);
   t.is(res.headers.get('allow'), 'HEAD, GET');
   t.like(res.body, { status: 405, code: 'METHOD_NOT_ALLOWED', path: '/health/live' });
+});
+
+test("a path of a route without parameters is that route's alone: /products/popular is no product id", async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const auth = { Authorization: `Bearer ${seller.token}` };
+  for (const [method, path, headers] of [
+    ['POST', '/api/v1/products/popular', {}],
+    ['PATCH', '/api/v1/products/popular', auth],
+    ['PATCH', '/api/v1/products/popular', {}],
+    ['DELETE', '/api/v1/products/cursor', auth],
+    ['PUT', '/api/v1/products/cursor', {}],
+  ] as const) {
+    const res = await app.request(method, path, { headers, body: { name: 'x' } });
+    t.is(res.status, 405, `${method} ${path}`);
+    t.is(res.headers.get('allow'), 'HEAD, GET', `${method} ${path}`);
+    t.like(res.body, { status: 405, code: 'METHOD_NOT_ALLOWED', path }, `${method} ${path}`);
+  }
+  // Any other segment is still a product id, refused when it is not one.
+  const notAnId = await app.request('PATCH', '/api/v1/products/populars', {
+    headers: auth,
+    body: { name: 'x' },
+  });
+  t.is(notAnId.status, 400);
+  t.like(notAnId.body, { code: 'VALIDATION_ERROR', errors: [{ field: 'params.productId' }] });
+  t.is((await app.request('POST', '/api/v1/products/7')).headers.get('allow'), 'HEAD, GET, PATCH, DELETE');
 });
 
 test('plain OPTIONS (no preflight headers) is an ordinary request: 405 with Allow', async (t) => {
