@@ -8,6 +8,7 @@ import { createCluster, type Cluster } from './cluster/cluster';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
 import { createGracefulServer } from './graceful-server';
+import { answerClientErrors } from './http/client-error';
 import { startWalCheckpoints } from './wal-checkpoints';
 import { createLogger, type Logger } from './logger';
 import { seedDemo } from '../seeds/01_demo';
@@ -110,6 +111,7 @@ export async function startService(
 
   const graceful = createGracefulServer(bundle.handle, config.http);
   const { server } = graceful;
+  server.on('clientError', answerClientErrors(logger));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

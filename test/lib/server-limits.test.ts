@@ -1,5 +1,5 @@
 // The HTTP server's limits from lib/config.ts: a slow client that never finishes its headers is answered
-// 408 and disconnected after HTTP_HEADERS_TIMEOUT_MS; connections beyond HTTP_MAX_CONNECTIONS are closed
+// 408 (in the error body, as every request the HTTP parser refuses) and disconnected after HTTP_HEADERS_TIMEOUT_MS; connections beyond HTTP_MAX_CONNECTIONS are closed
 // at once; keep-alive sockets idle longer than HTTP_KEEP_ALIVE_TIMEOUT_MS are closed. Bad values are
 // named at start.
 import net from 'node:net';
@@ -46,6 +46,58 @@ test.serial('headers never finished: 408 and closed after HTTP_HEADERS_TIMEOUT_M
   const { text, ms } = await closed;
   t.regex(text, /^HTTP\/1\.1 408 /);
   t.true(ms >= 900 && ms < 4_000, `closed after ${ms} ms`);
+  const answer = parseAnswer(text);
+  t.like(answer.body, { status: 408, code: 'REQUEST_TIMEOUT', path: '' });
+  t.is(answer.headers['x-request-id'], answer.body.requestId);
+});
+
+/** Status, headers (lower-cased names) and JSON body of a raw HTTP/1.1 answer. */
+function parseAnswer(text: string) {
+  const [head, json] = text.split('\r\n\r\n');
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(
+    lines.map((line) => [
+      line.slice(0, line.indexOf(':')).toLowerCase(),
+      line.slice(line.indexOf(':') + 1).trim(),
+    ]),
+  );
+  return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(json) };
+}
+
+test('requests the HTTP parser refuses are answered in the error body with an X-Request-Id, then closed', async (t) => {
+  const cases = [
+    {
+      request: 'GET /health/live HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+      status: 400,
+      code: 'VALIDATION_ERROR',
+    },
+    {
+      request: 'POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+      status: 400,
+      code: 'VALIDATION_ERROR',
+    },
+    {
+      request: `GET /api/v1/products?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      status: 431,
+      code: 'REQUEST_HEADERS_TOO_LARGE',
+      path: '/api/v1/products',
+    },
+  ];
+  for (const { request, status, code, path } of cases) {
+    const socket = await connect();
+    const closed = untilClosed(socket);
+    socket.write(request);
+    const answer = parseAnswer((await closed).text);
+    t.is(answer.status, status, code);
+    t.like(answer.body, { status, code });
+    if (path) t.is(answer.body.path, path);
+    t.regex(answer.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+    t.is(answer.headers['x-request-id'], answer.body.requestId);
+    t.is(answer.headers['content-type'], 'application/json; charset=utf-8');
+    t.is(answer.headers['x-content-type-options'], 'nosniff');
+    t.is(answer.headers.connection, 'close');
+    t.regex(answer.body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  }
 });
 
 test.serial('an idle keep-alive socket is closed after HTTP_KEEP_ALIVE_TIMEOUT_MS', async (t) => {

@@ -1,0 +1,65 @@
+// Requests Node's HTTP layer refuses before any middleware runs (a malformed request line or header, headers
+// over the size limit, a request slower than HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS): answered in
+// API.md's error body with an X-Request-Id, as every other response is, instead of Node's bare status line.
+// The connection then closes, as Node's own answer closes it: the parser cannot go on after such a request.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type net from 'node:net';
+import { AppError } from '../errors';
+import type { Logger } from '../logger';
+import type { ErrorBody } from './error-body';
+
+function errorFor(code: string | undefined): AppError {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return new AppError(431, 'REQUEST_HEADERS_TOO_LARGE', 'Request headers are too large');
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new AppError(408, 'REQUEST_TIMEOUT', 'The request did not arrive in time');
+  }
+  return new AppError(400, 'VALIDATION_ERROR', 'Malformed HTTP request');
+}
+
+/** The request's path when the refused bytes show its request line, else "". */
+function pathOf(rawPacket: unknown): string {
+  if (!Buffer.isBuffer(rawPacket)) return '';
+  const line = /^[A-Z]+ (\/[^\s?#]*)/.exec(rawPacket.toString('latin1', 0, Math.min(rawPacket.length, 8192)));
+  return line ? line[1] : '';
+}
+
+/** The server's `clientError` listener. */
+export function answerClientErrors(logger: Logger) {
+  const log = logger.child({ component: 'HttpServer' });
+  return (err: Error & { code?: string; rawPacket?: unknown }, socket: net.Socket): void => {
+    // As Node itself: nothing more can be sent on a socket that is gone or already carries a response.
+    const response = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || response?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const error = errorFor(err.code);
+    const requestId = crypto.randomUUID();
+    const path = pathOf(err.rawPacket);
+    const body: ErrorBody = {
+      status: error.status,
+      code: error.code,
+      message: error.message,
+      path,
+      timestamp: new Date().toISOString(),
+      requestId,
+    };
+    const json = JSON.stringify(body);
+    socket.end(
+      `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(json)}\r\n` +
+        `X-Request-Id: ${requestId}\r\n` +
+        'X-Content-Type-Options: nosniff\r\n' +
+        'Connection: close\r\n\r\n' +
+        json,
+    );
+    log.info(
+      { requestId },
+      `${error.status} ${error.code} before routing${path ? ` (${path})` : ''}: ${err.code ?? err.message}`,
+    );
+  };
+}
