@@ -57,13 +57,16 @@ function toAppError(err: unknown): unknown {
           { field: e.field ?? 'file', message: `files must be sent in the field "${IMAGES_FIELD}"` },
         ]);
       default:
-        return new ValidationError(`Invalid multipart body: ${e.message}`);
+        return new ValidationError(`Invalid multipart body: ${e.message}`, [
+          { field: 'body', message: e.message },
+        ]);
     }
   }
   // File system trouble on our side (disk full, permissions) stays a 500; anything else came from parsing
   // a malformed body (busboy: missing boundary, truncated form).
   if (e?.syscall) return err;
-  return new ValidationError(`Invalid multipart body: ${e?.message ?? 'unreadable'}`);
+  const why = e?.message ?? 'unreadable';
+  return new ValidationError(`Invalid multipart body: ${why}`, [{ field: 'body', message: why }]);
 }
 
 /**

@@ -73,6 +73,7 @@ export const createOrderBody = strictObject({
   orderItems: yup
     .array()
     .of(orderLine.required())
+    .typeError('orderItems must be an array')
     .required('orderItems is required')
     .min(1, 'orderItems must have at least 1 entry')
     .max(MAX_ORDER_LINES, `orderItems must have at most ${MAX_ORDER_LINES} entries`)

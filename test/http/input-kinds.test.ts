@@ -197,6 +197,17 @@ test('the example of issue 15: {"email":{"toString":1}} to login, anonymous', as
   t.deepEqual(res.body.errors, [{ field: 'email', message: 'email must be a string' }]);
 });
 
+test('orderItems that is no array is 400 saying so, in its own words', async (t) => {
+  for (const orderItems of [{ productId, quantity: 1 }, 'x', 1]) {
+    const res = await app.request('POST', '/api/v1/orders', {
+      body: { orderItems, shippingAddress: { ...address } },
+      token: buyer.token,
+    });
+    assertError(t, res, 400, 'VALIDATION_ERROR', '/api/v1/orders');
+    t.deepEqual(res.body.errors, [{ field: 'orderItems', message: 'orderItems must be an array' }]);
+  }
+});
+
 test('every wrong field is named at once, next to the ordinary errors', async (t) => {
   const res = await app.request('POST', '/api/v1/auth/signup', {
     body: { email: ['a'], password: { valueOf: 1 }, name: 'N', phone: '1', role: 'BUYER' },

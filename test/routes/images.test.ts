@@ -314,6 +314,11 @@ test.serial(
     });
     t.is(noBoundary.status, 400);
     t.is(noBoundary.body.code, 'VALIDATION_ERROR');
+    t.deepEqual(
+      noBoundary.body.errors.map((error: { field: string }) => error.field),
+      ['body'],
+      'the parser names what is wrong',
+    );
 
     const boundary = 'cut-off-boundary';
     const truncated = Buffer.concat([
@@ -329,6 +334,8 @@ test.serial(
     });
     t.is(cut.status, 400);
     t.is(cut.body.code, 'VALIDATION_ERROR');
+    t.is(cut.body.errors[0].field, 'body');
+    t.truthy(cut.body.errors[0].message);
     await assertNothingStored(t, productId);
   },
 );
