@@ -60,10 +60,11 @@ export function createTransactionalInventory({
             const [written] = await writer.write(trx, [decided], now);
             return written;
           });
+          // Committed: the order stands whatever the announcement does (as in actor mode's group commit).
           await announce(
             items.map((item) => item.productId),
             'stock',
-          );
+          ).catch((err: unknown) => logger.error({ err }, 'Announcing the committed stock changes failed'));
           onPlaced?.();
           return result;
         } catch (err) {
