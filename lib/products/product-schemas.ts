@@ -148,9 +148,11 @@ const queryLimit = (max: number, fallback: number) => {
 
 /** The filters shared by the offset and the cursor lists. */
 const filterFields = {
-  keyword: trimmedString('keyword', 200)
-    .optional()
-    .meta({ description: 'Part of the name, case-insensitive', example: 'phone' }),
+  keyword: trimmedString('keyword', 200).optional().meta({
+    description:
+      'Part of the name, case-insensitive (on the embedded SQLite database for ASCII letters only)',
+    example: 'phone',
+  }),
   categoryId: id().optional().meta({ description: 'Only this category (not its children)' }),
   status: yup
     .string()
