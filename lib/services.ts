@@ -77,6 +77,7 @@ export function createServices(deps: Deps) {
   const idempotency = createIdempotencyStore({ ...deps, ...deps.config.idempotency });
   const orders = createOrderService({
     db: deps.db,
+    logger: deps.logger,
     inventory,
     idempotency,
     caps: deps.config.orderPolicies,

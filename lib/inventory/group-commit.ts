@@ -15,7 +15,7 @@ import { CommitOutcomeUnknownError } from '../errors';
 import type { Logger } from '../logger';
 import type { Reservation, StockRegistry } from '../../actors/registry';
 import { judgedTotals } from '../../actors/stock-rules';
-import { CommitNotApplied, transactionWithOutcome } from './commit-outcome';
+import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
 import { WriterRefused, type AnnounceChanges, type DecidedRequest, type StockWriter } from './inventory';
 import { deductStockBatch } from './stock-repository';
 

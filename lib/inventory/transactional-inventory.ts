@@ -4,7 +4,7 @@
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
 import type { Logger } from '../logger';
-import { CommitNotApplied, transactionWithOutcome } from './commit-outcome';
+import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
 import { WriterRefused } from './inventory';
 import { judgeLine, totalsByProduct } from '../../actors/stock-rules';
 import type { AnnounceChanges, DecidedLine, Inventory, StockRequest, StockWriter } from './inventory';

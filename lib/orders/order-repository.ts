@@ -11,7 +11,10 @@ import {
   type Db,
   type Trx,
 } from '../db';
+import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
+import { ServiceUnavailableError } from '../errors';
 import { insertRows, insertWithIds } from '../insert-rows';
+import type { Logger } from '../logger';
 import { fetchPage, type PageRequest } from '../query-helpers';
 import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
@@ -69,31 +72,68 @@ const statusChanged = (order: OrderHead, from: OrderStatus, to: OrderStatus, rec
   payload: { buyerId: order.buyer_id, orderId: order.id, orderNumber: order.order_number, from, to },
 });
 
-export function createOrderRepository(db: Db) {
-  function casTransaction(
+/**
+ * Whether the status change of `orderId` to `to` written at `changedAt` is in the database (after a lost COMMIT:
+ * did it apply?). Its history row tells; a locking read on MySQL/MariaDB, as `ordersExist` explains.
+ */
+async function statusChangeExists(
+  db: Db,
+  orderId: number,
+  to: OrderStatus,
+  changedAt: Date,
+): Promise<boolean> {
+  const query = db('order_status_history').where({ order_id: orderId, to_status: to, changed_at: changedAt });
+  if (dialect.isMysql(db)) void query.forShare();
+  return Boolean(await query.first('id'));
+}
+
+export function createOrderRepository(db: Db, logger: Logger) {
+  /**
+   * One compare-and-set from `from` to `to`: true when this call made the change. A COMMIT lost on the way is
+   * checked (lib/commit-outcome.ts): applied, it is this call's change; not applied, nothing changed (false, so
+   * the caller reads the order again and decides anew); unknown, 503.
+   */
+  async function casTransaction(
     order: OrderHead,
     from: OrderStatus,
     to: OrderStatus,
     changedBy: number | null,
     extra?: (trx: Trx, now: Date) => Promise<void>,
   ): Promise<boolean> {
-    return db.transaction(async (trx) => {
-      const now = new Date();
-      const updated = affectedRows(
-        await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
-      );
-      if (updated !== 1) return false;
-      await trx('order_status_history').insert({
-        order_id: order.id,
-        from_status: from,
-        to_status: to,
-        changed_by: changedBy,
-        changed_at: now,
+    const outcome = {
+      db,
+      logger,
+      committed: (at: Date | null) =>
+        at ? statusChangeExists(db, order.id, to, at) : Promise.resolve(false),
+      unknown: () =>
+        new ServiceUnavailableError(
+          `The database connection was lost while the order moved to ${to}; read the order before retrying`,
+          1,
+        ),
+    };
+    try {
+      const changedAt = await transactionWithOutcome(outcome, async (trx) => {
+        const now = new Date();
+        const updated = affectedRows(
+          await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
+        );
+        if (updated !== 1) return null;
+        await trx('order_status_history').insert({
+          order_id: order.id,
+          from_status: from,
+          to_status: to,
+          changed_by: changedBy,
+          changed_at: now,
+        });
+        await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
+        if (extra) await extra(trx, now);
+        return now;
       });
-      await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
-      if (extra) await extra(trx, now);
-      return true;
-    });
+      return changedAt !== null;
+    } catch (err) {
+      if (err instanceof CommitNotApplied) return false;
+      throw err;
+    }
   }
 
   return {

@@ -3,6 +3,7 @@
 // persisted with compare-and-set), and the order reads with their authorization. The SQL is in
 // order-repository.ts; stock is taken and given back only through the inventory.
 import type { Db } from '../db';
+import type { Logger } from '../logger';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
 import { mapPage, type PageRequest, type PageSlice } from '../query-helpers';
@@ -20,6 +21,7 @@ import { NO_CAPS, refuseEarly, type BuyerCaps } from './buyer-caps';
 
 export interface OrderServiceDeps {
   db: Db;
+  logger: Logger;
   inventory: Inventory;
   idempotency: IdempotencyStore;
   /** The operator's caps on a buyer's pending orders and open units per product (null = off). */
@@ -49,7 +51,7 @@ const MAX_CAS_ATTEMPTS = 10;
 
 export function createOrderService(deps: OrderServiceDeps) {
   const { inventory, notifications } = deps;
-  const orders = createOrderRepository(deps.db);
+  const orders = createOrderRepository(deps.db, deps.logger);
   const caps = deps.caps ?? NO_CAPS;
   const orderWriter = deps.writer;
 

@@ -69,7 +69,7 @@ if (!onMariaDb) {
             tag,
           );
         else {
-          // The outcome check (lib/inventory/commit-outcome.ts) could not reach the database in time.
+          // The outcome check (lib/commit-outcome.ts) could not reach the database in time.
           failed++;
           t.is(res.body.code, 'COMMIT_OUTCOME_UNKNOWN');
           t.truthy(res.headers.get('retry-after'));

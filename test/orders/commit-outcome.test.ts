@@ -173,3 +173,60 @@ for (const mode of modes) {
     },
   );
 }
+
+// A status change's COMMIT lost on the way is checked the same way, by its history row: applied, the change is
+// answered (not a 503, after which the client's retry would meet 409 for its own change); not applied, the order
+// is read again and the change made once.
+for (const cutMode of ['applied', 'lost'] as const) {
+  test.serial(
+    `a cancel whose COMMIT was ${cutMode === 'applied' ? 'applied but unacknowledged' : 'lost before it applied'}: 200 CANCELLED, stock given back once`,
+    async (t) => {
+      if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+      const app = apps.get('actor')!;
+      const { buyer, product } = await world(app);
+      const p = await product({ stockQuantity: 5 });
+      const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 2 }]);
+      t.is(placed.status, 201);
+      const orderId = placed.body.orders[0].id;
+      const cut = proxy!.cutOn('COMMIT', {
+        forward: cutMode === 'applied',
+        after: 'insert into `order_status_history`',
+      });
+      const res = await app.request('POST', `/api/v1/orders/${orderId}/cancel`, { token: buyer.token });
+      await cut;
+      t.is(res.status, 200);
+      t.like(res.body, { id: orderId, status: 'CANCELLED' });
+      const history = await app.db('order_status_history').where('order_id', orderId).orderBy('id');
+      t.deepEqual(
+        history.map((row: { to_status: string }) => row.to_status),
+        ['PENDING', 'CANCELLED'],
+      );
+      t.deepEqual(await productRow(app, p), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+      t.true(await actorAgrees(app, p, 5));
+    },
+  );
+}
+
+test.serial(
+  "a seller's status change whose COMMIT was applied but unacknowledged: 200 with the change",
+  async (t) => {
+    if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+    const app = apps.get('actor')!;
+    const { buyer, seller, product } = await world(app);
+    const p = await product({ stockQuantity: 5 });
+    const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
+    const orderId = placed.body.orders[0].id;
+    const cut = proxy!.cutOn('COMMIT', { forward: true, after: 'insert into `order_status_history`' });
+    const res = await app.request('PATCH', `/api/v1/sellers/orders/${orderId}/status`, {
+      token: seller.token,
+      body: { status: 'CONFIRMED' },
+    });
+    await cut;
+    t.is(res.status, 200);
+    t.like(res.body, { id: orderId, status: 'CONFIRMED' });
+    t.is(
+      (await app.db('order_status_history').where({ order_id: orderId, to_status: 'CONFIRMED' })).length,
+      1,
+    );
+  },
+);

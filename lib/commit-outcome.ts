@@ -1,9 +1,9 @@
 // A transaction whose COMMIT was sent but not acknowledged (the connection dropped) may or may not have
 // committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist;
 // only when that cannot be learned either is the outcome reported as unknown.
-import type { Db, Trx } from '../db';
-import { CommitOutcomeUnknownError } from '../errors';
-import type { Logger } from '../logger';
+import type { Db, Trx } from './db';
+import { CommitOutcomeUnknownError } from './errors';
+import type { Logger } from './logger';
 
 /** The transaction was rolled back (its COMMIT was lost before the server applied it): nothing exists. */
 export class CommitNotApplied extends Error {
@@ -21,6 +21,8 @@ export interface OutcomeOptions<T> {
   logger: Logger;
   /** Whether `written` is in the database (asked only after a lost COMMIT). */
   committed(written: T): Promise<boolean>;
+  /** The error for an outcome that cannot be learned (503); CommitOutcomeUnknownError by default. */
+  unknown?: () => Error;
 }
 
 /**
@@ -53,6 +55,6 @@ export async function transactionWithOutcome<T>(
       }
     }
     log.error('The outcome of a lost COMMIT could not be checked');
-    throw new CommitOutcomeUnknownError(1);
+    throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
   }
 }
