@@ -3,8 +3,8 @@
 // own small store (idempotency.ts).
 import {
   affectedRows,
-  dialect,
   centsToDecimal,
+  dialect,
   fromCents,
   isDeadlock,
   retryDeadlocks,
