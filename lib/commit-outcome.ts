@@ -1,6 +1,7 @@
 // A transaction whose COMMIT was sent but not acknowledged (the connection dropped) may or may not have
 // committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist;
 // only when that cannot be learned either is the outcome reported as unknown.
+import type { Knex } from 'knex';
 import type { Db, Trx } from './db';
 import { CommitOutcomeUnknownError } from './errors';
 import type { Logger } from './logger';
@@ -23,6 +24,8 @@ export interface OutcomeOptions<T> {
   committed(written: T): Promise<boolean>;
   /** The error for an outcome that cannot be learned (503); CommitOutcomeUnknownError by default. */
   unknown?: () => Error;
+  /** The transaction's settings (an isolation level). */
+  config?: Knex.TransactionConfig;
 }
 
 /**
@@ -40,7 +43,7 @@ export async function transactionWithOutcome<T>(
       const value = await work(trx);
       written = { value };
       return value;
-    });
+    }, options.config);
   } catch (err) {
     if (!written) throw err;
     const log = options.logger.child({ component: 'CommitOutcome' });

@@ -4,6 +4,7 @@
 // retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
 import type { Knex } from 'knex';
+import { transactionWithOutcome } from '../commit-outcome';
 import { dialect, type Db } from '../db';
 import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
@@ -49,9 +50,29 @@ export interface PendingRow {
  * the 2-instance spread runs were all of this kind). SQLite has one writer and no isolation levels to choose.
  */
 export function inClaimTransaction<T>(db: Db, run: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return dialect.isMysql(db)
-    ? db.transaction(run, { isolationLevel: 'read committed' })
-    : db.transaction(run);
+  return db.transaction(run, claimTransactionConfig(db));
+}
+
+function claimTransactionConfig(db: Db): Knex.TransactionConfig | undefined {
+  return dialect.isMysql(db) ? { isolationLevel: 'read committed' } : undefined;
+}
+
+/**
+ * Whether the delivery of `rows` at `at` is in the database (after a lost COMMIT: did it apply?): every row marked
+ * delivered at that moment. A locking read on MySQL/MariaDB, as the orders' check (order-repository.ts) explains.
+ */
+async function deliveryCommitted(db: Db, rows: PendingRow[], at: Date): Promise<boolean> {
+  if (rows.length === 0) return true; // nothing was claimed, nothing written
+  const query = db('notification_outbox')
+    .whereIn(
+      'id',
+      rows.map((row) => row.id),
+    )
+    .where('delivered_at', at)
+    .count({ n: '*' });
+  if (dialect.isMysql(db)) void query.forShare();
+  const found = (await query.first()) as { n: number | string };
+  return Number(found.n) === rows.length;
 }
 
 /**
@@ -97,10 +118,19 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   async function deliverBatch(): Promise<number> {
     const now = new Date();
     let rows: PendingRow[] = [];
+    // A COMMIT lost on the way is checked (lib/commit-outcome.ts): applied, the rows were delivered and are logged
+    // below; not applied or unknown, the failure path retries them (a row already delivered is never delivered
+    // again: the retries touch only undelivered rows, and the claim skips delivered ones).
+    const outcome = {
+      db,
+      logger: options.logger,
+      committed: (claimed: PendingRow[]) => deliveryCommitted(db, claimed, now),
+      config: claimTransactionConfig(db),
+    };
     try {
-      await inClaimTransaction(db, async (trx) => {
+      await transactionWithOutcome(outcome, async (trx) => {
         rows = await claimDue(trx, now, batchSize);
-        if (rows.length === 0) return;
+        if (rows.length === 0) return rows;
         await trx('notifications')
           .insert(
             rows.map((row) => ({
@@ -120,6 +150,7 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
           )
           .whereNull('delivered_at')
           .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
+        return rows;
       });
     } catch (err) {
       if (rows.length === 0) throw err; // nothing claimed: reading the outbox failed

@@ -230,3 +230,34 @@ test.serial(
     );
   },
 );
+
+test.serial(
+  'a delivery whose COMMIT was applied but unacknowledged is logged as delivered, once; the notification exists once',
+  async (t) => {
+    if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+    const app = await startTestApp({
+      database,
+      logLevel: 'info',
+      env: { DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL) },
+    });
+    try {
+      const { buyer, seller, product } = await world(app);
+      const p = await product({ stockQuantity: 5 });
+      const cut = proxy!.cutOn('COMMIT', { forward: true, after: 'into `notifications`' });
+      const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
+      t.is(placed.status, 201);
+      const orderId = placed.body.orders[0].id;
+      await cut;
+      const delivered = `Delivered OrderCreated for order ${orderId} to member ${seller.id}`;
+      await eventually(async () => app.logs.lines.some((line) => line.includes(delivered)));
+      const outbox = await app.db('notification_outbox').where('event_type', 'OrderCreated');
+      const ours = outbox.filter((row: { payload: string }) => JSON.parse(row.payload).orderId === orderId);
+      t.is(ours.length, 1);
+      t.truthy(ours[0].delivered_at);
+      t.is((await app.db('notifications').where('outbox_id', ours[0].id)).length, 1);
+      t.is(app.logs.lines.filter((line) => line.includes(delivered)).length, 1, 'logged once');
+    } finally {
+      await app.close();
+    }
+  },
+);
