@@ -16,6 +16,7 @@
 // SERVICE_UNAVAILABLE with Retry-After, never a hang and never a 500; a timeout (the owner got it, it may have
 // run) is an OwnerDidNotAnswerError.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { toClientError } from '../db-errors';
 import { AppError, ServiceUnavailableError } from '../errors';
 import type { Logger } from '../logger';
 import { fromWireError, toWireError, type WireError } from './wire-errors';
@@ -58,6 +59,8 @@ interface Queued {
   payload: unknown;
   /** The item's JSON in the batch envelope. */
   json: string;
+  /** The most bytes its answer can take in the reply (0: unknown). */
+  replyBytes: number;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -112,7 +115,9 @@ export function createForwarder(deps: ForwarderDeps) {
   };
 
   function wireOf(err: unknown, shard: number): WireError {
-    if (err instanceof AppError) return toWireError(err);
+    // Judged as in one process: a database that is down or timed out is a 503 with Retry-After (db-errors.ts).
+    const client = toClientError(err);
+    if (client instanceof AppError) return toWireError(client);
     log.error({ err }, `Request for shard ${shard} failed`);
     return internal;
   }
@@ -285,20 +290,27 @@ export function createForwarder(deps: ForwarderDeps) {
     });
   }
 
-  /** Sends `items` in messages under the server's limit (a lone item over it fails as it always did). */
+  /**
+   * Sends `items` in messages under the server's limit, both ways: the requests' JSON, and the most their answers
+   * can take (`replyBytes`), since the owner answers one message in one reply (a lone item over it fails as it
+   * always did).
+   */
   function split(items: Queued[], json: (item: Queued) => string, send: (batch: Queued[]) => void): void {
     const limit = Math.max(1024, (nc.info?.max_payload ?? 1024 * 1024) - 1024);
     let batch: Queued[] = [];
     let size = 0;
+    let replySize = 0;
     for (const item of items) {
       const bytes = Buffer.byteLength(json(item)) + 1;
-      if (batch.length > 0 && size + bytes > limit) {
+      if (batch.length > 0 && (size + bytes > limit || replySize + item.replyBytes > limit)) {
         send(batch);
         batch = [];
         size = 0;
+        replySize = 0;
       }
       batch.push(item);
       size += bytes;
+      replySize += item.replyBytes;
     }
     send(batch);
   }
@@ -455,7 +467,11 @@ export function createForwarder(deps: ForwarderDeps) {
      * Runs `payload` on the owner of `productId`'s shard: here if this instance owns it, else over NATS, in one
      * message with this event-loop turn's other requests for that owner (or for that shard, owner unknown).
      */
-    async request<T = unknown>(productId: number, payload: unknown): Promise<T> {
+    async request<T = unknown>(
+      productId: number,
+      payload: unknown,
+      options: { replyBytes?: number } = {},
+    ): Promise<T> {
       const shard = deps.shardOf(productId);
       if (deps.owns(shard)) return (await runInPlace(shard, productId, payload)) as T;
       if (!deps.connected()) throw unavailable('The cluster is unreachable');
@@ -465,6 +481,7 @@ export function createForwarder(deps: ForwarderDeps) {
           productId,
           payload,
           json: JSON.stringify({ productId, payload }),
+          replyBytes: options.replyBytes ?? 0,
           resolve: resolve as (value: unknown) => void,
           reject,
         });

@@ -15,8 +15,11 @@ export interface ShardRouter {
   /** Whether this instance serves the product's shard now. */
   isOwner(productId: number): boolean;
   shardOf(productId: number): number;
-  /** Runs `payload` on the owner of the product's shard (here when that is this instance). */
-  request<T>(productId: number, payload: unknown): Promise<T>;
+  /**
+   * Runs `payload` on the owner of the product's shard (here when that is this instance); `replyBytes` bounds its
+   * answer's size as JSON.
+   */
+  request<T>(productId: number, payload: unknown, options?: { replyBytes?: number }): Promise<T>;
 }
 
 interface PlacePayload {
@@ -51,7 +54,9 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
       const first = Math.min(...request.items.map((item) => item.productId));
       const payload: PlacePayload = { op: 'place', writer: writer.name, request };
       try {
-        return await router.request<R>(first, payload);
+        return await router.request<R>(first, payload, {
+          replyBytes: writer.resultBytesAtMost?.(request),
+        });
       } catch (err) {
         // The owner may have committed before it died or slowed down: like a lost COMMIT, the client learns
         // the outcome by retrying with the same Idempotency-Key (the caller keeps its claim for this error).

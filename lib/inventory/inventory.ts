@@ -43,6 +43,12 @@ export interface StockWriter<D, R> {
    * database. One transaction wrote it all, so it is all there or none of it.
    */
   committed(db: Db, written: R[]): Promise<boolean>;
+  /**
+   * The most bytes the result for `request` can take as JSON. In cluster mode an owner answers the requests of
+   * one message in one reply, and NATS refuses a message over its `max_payload`: the caller sizes its messages
+   * by this so that the reply always fits (without it, only the requests' own size counts).
+   */
+  resultBytesAtMost?(request: StockRequest<D>): number;
 }
 
 /**

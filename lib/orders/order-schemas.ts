@@ -42,12 +42,24 @@ const EXAMPLE_ADDRESS = {
   receiverPhone: '010-0000-0000',
 };
 
+/** The longest value of each address field, in characters. */
+const ADDRESS_MAX_CHARS = {
+  zipCode: 20,
+  address: 255,
+  addressDetail: 255,
+  receiverName: 100,
+  receiverPhone: 30,
+};
+
+/** The longest a whole shipping address can be, in characters. */
+export const SHIPPING_ADDRESS_MAX_CHARS = Object.values(ADDRESS_MAX_CHARS).reduce((sum, max) => sum + max, 0);
+
 export const shippingAddressSchema = strictObject({
-  zipCode: text(20),
-  address: text(255),
-  addressDetail: text(255, true),
-  receiverName: text(100),
-  receiverPhone: text(30),
+  zipCode: text(ADDRESS_MAX_CHARS.zipCode),
+  address: text(ADDRESS_MAX_CHARS.address),
+  addressDetail: text(ADDRESS_MAX_CHARS.addressDetail, true),
+  receiverName: text(ADDRESS_MAX_CHARS.receiverName),
+  receiverPhone: text(ADDRESS_MAX_CHARS.receiverPhone),
 });
 
 const orderLine = strictObject({

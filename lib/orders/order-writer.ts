@@ -4,7 +4,9 @@
 import { IdempotencyKeyInProgressError, ValidationError } from '../errors';
 import { WriterRefused, type DecidedRequest, type StockWriter } from '../inventory/inventory';
 import { checkAlone, NO_CAPS, refusedByCaps, type BuyerCaps } from './buyer-caps';
+import { PRODUCT_NAME_MAX_CHARS } from '../products/product-schemas';
 import type { OrderJson } from './order-json';
+import { SHIPPING_ADDRESS_MAX_CHARS } from './order-schemas';
 import { insertPlacements, lostClaims, ordersExist, type Placement } from './order-repository';
 
 /** What an order request carries besides its lines. */
@@ -34,6 +36,16 @@ function assertAmountsFit({ lines }: DecidedRequest<OrderDetails>): void {
   }
 }
 
+/**
+ * What one character of a string can take in JSON: 6 bytes (a control character is escaped as \u00XX; other
+ * characters take at most 3 bytes of UTF-8 per UTF-16 unit).
+ */
+const JSON_BYTES_PER_CHAR = 6;
+/** An order's JSON without its items: the address and room for its numbers, times and history entry. */
+const ORDER_JSON_BYTES_AT_MOST = 1024 + JSON_BYTES_PER_CHAR * SHIPPING_ADDRESS_MAX_CHARS;
+/** One item's JSON: the product's name and room for its numbers. */
+const ITEM_JSON_BYTES_AT_MOST = 256 + JSON_BYTES_PER_CHAR * PRODUCT_NAME_MAX_CHARS;
+
 /** One order request's placed orders (one per seller), under the operator's buyer caps (off by default). */
 export function createOrderWriter(caps: BuyerCaps = NO_CAPS): StockWriter<OrderDetails, OrderJson[]> {
   return {
@@ -59,6 +71,9 @@ export function createOrderWriter(caps: BuyerCaps = NO_CAPS): StockWriter<OrderD
       }
       return insertPlacements(trx, placements, now);
     },
+    // At most one order per line (one per seller), each line one item.
+    resultBytesAtMost: (request) =>
+      64 + request.items.length * (ORDER_JSON_BYTES_AT_MOST + ITEM_JSON_BYTES_AT_MOST),
     committed: (db, written) =>
       ordersExist(
         db,

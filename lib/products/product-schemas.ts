@@ -15,6 +15,9 @@ import {
 import { imageShape } from '../images/image-schemas';
 import { PRODUCT_STATUSES } from './product-model';
 
+/** The longest product name, in characters (the column is VARCHAR(200)). */
+export const PRODUCT_NAME_MAX_CHARS = 200;
+
 export const MAX_PRICE_CENTS = 999_999_999_999; // DECIMAL(12,2)
 export const MAX_STOCK = 1_000_000_000;
 export const SORT_FIELDS = ['createdAt', 'price', 'salesCount'] as const;
@@ -78,7 +81,9 @@ const listingStatus = () =>
 
 export const createProductBody = strictObject({
   categoryId: id().required('categoryId is required'),
-  name: trimmedString('name', 200).required('name is required').min(1, 'name must not be blank'),
+  name: trimmedString('name', PRODUCT_NAME_MAX_CHARS)
+    .required('name is required')
+    .min(1, 'name must not be blank'),
   description: trimmedString('description', 5000).nullable().optional(),
   price: price().required('price is required'),
   stockQuantity: stockQuantity().required('stockQuantity is required'),
@@ -97,7 +102,7 @@ export type CreateProductInput = yup.InferType<typeof createProductBody>;
 
 export const updateProductBody = strictObject({
   categoryId: id().optional(),
-  name: trimmedString('name', 200).min(1, 'name must not be blank').optional(),
+  name: trimmedString('name', PRODUCT_NAME_MAX_CHARS).min(1, 'name must not be blank').optional(),
   description: trimmedString('description', 5000).nullable().optional(),
   price: price().optional(),
   stockQuantity: stockQuantity().optional(),

@@ -516,6 +516,49 @@ natsTest(
   },
 );
 
+natsTest(
+  "a turn's requests whose answers could exceed the server's message limit travel in several batches",
+  async (t) => {
+    // The owner answers one message in one reply: 7 answers of up to 700 bytes each do not fit in 2,048.
+    const { owner, caller, messages, spy } = await forwarderPair(t, { callerMaxPayload: 3072 });
+    owner.serve(async ({ productId }) => ({ productId, name: 'y'.repeat(600) }));
+    const ids = [1, 2, 3, 4, 5, 6, 7].map((n) => productIn(3, 64, n));
+    const results = await Promise.all(ids.map((id) => caller.request(id, {}, { replyBytes: 700 })));
+    await spy.flush();
+    t.deepEqual(
+      results,
+      ids.map((productId) => ({ productId, name: 'y'.repeat(600) })),
+    );
+    t.deepEqual(
+      messages.map((message) => message.items.length),
+      [2, 2, 2, 1],
+      'at most 2 x 700 bytes of answers per message',
+    );
+    t.deepEqual(
+      messages.flatMap((message) => message.items.map((item) => item.productId)),
+      ids,
+    );
+  },
+);
+
+natsTest(
+  'a database that is down or too slow on the owner is a 503 with Retry-After on the caller too, not a 500',
+  async (t) => {
+    const { owner, caller } = await forwarderPair(t);
+    owner.serve(async () => {
+      // What mysql2 reports for MariaDB's max_statement_time, as a knex query throws it.
+      throw Object.assign(new Error('Query execution was interrupted (max_statement_time exceeded)'), {
+        errno: 1969,
+        sqlMessage: 'Query execution was interrupted (max_statement_time exceeded)',
+      });
+    });
+    const error = await t.throwsAsync(caller.request(productIn(3, 64, 1), {}));
+    t.true(error instanceof ServiceUnavailableError);
+    t.like(error, { status: 503, code: 'SERVICE_UNAVAILABLE' });
+    t.deepEqual((error as ServiceUnavailableError).details?.headers, { 'Retry-After': '5' });
+  },
+);
+
 /**
  * Forwarders on their own connections for the per-owner tests: a caller whose owner map says `map`, and the
  * instances named in `owners`, each owning the shards listed (and subscribed to them) and listening on its own
