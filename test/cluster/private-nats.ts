@@ -62,10 +62,15 @@ export interface PrivateNats {
   pid(): number | null;
 }
 
-export async function startPrivateNats(): Promise<PrivateNats> {
+/** `maxPayload`: the server's message limit in bytes (its `max_payload`; 1 MB by default). */
+export async function startPrivateNats(options: { maxPayload?: number } = {}): Promise<PrivateNats> {
   if (!fs.existsSync(NATS_SERVER)) throw new Error(`${NATS_SERVER} is needed (apt-get install nats-server)`);
   const port = await freePort();
   const storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nats-private-'));
+  // Settings without a command-line flag go in a configuration file kept in the store's directory.
+  const configFile = path.join(storeDir, '..', `${path.basename(storeDir)}.conf`);
+  const config = options.maxPayload ? ['-c', configFile] : [];
+  if (options.maxPayload) fs.writeFileSync(configFile, `max_payload: ${options.maxPayload}\n`);
   let child: ChildProcess | null = null;
   let exited: Promise<unknown> = Promise.resolve();
 
@@ -74,9 +79,13 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     port,
     async start() {
       if (child) throw new Error('the private nats-server is running');
-      const started = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
-        stdio: 'ignore',
-      });
+      const started = spawn(
+        NATS_SERVER,
+        [...config, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir],
+        {
+          stdio: 'ignore',
+        },
+      );
       child = started;
       exited = new Promise((resolve) => started.once('exit', resolve));
       if (started.pid !== undefined) killWithThisProcess(started.pid);
@@ -115,6 +124,7 @@ export async function startPrivateNats(): Promise<PrivateNats> {
     async close() {
       await nats.stop();
       fs.rmSync(storeDir, { recursive: true, force: true });
+      fs.rmSync(configFile, { force: true });
     },
     pid: () => child?.pid ?? null,
   };
