@@ -34,6 +34,12 @@ export interface ClusteredInventoryDeps {
   router: ShardRouter;
   /** Every writer a forwarded request may name. */
   writers: Array<StockWriter<unknown, unknown>>;
+  /**
+   * A request ran on another instance and changed these products there: this instance's copies go before its
+   * client hears back. The owner's change event may arrive after its answer, and the client that made the change
+   * must not read the old stock here.
+   */
+  changedElsewhere(productIds: number[]): Promise<void>;
 }
 
 export function createClusteredInventory(deps: ClusteredInventoryDeps) {
@@ -53,10 +59,13 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
         throw new Error(`Writer ${writer.name} is not registered for forwarding`);
       const first = Math.min(...request.items.map((item) => item.productId));
       const payload: PlacePayload = { op: 'place', writer: writer.name, request };
+      const forwarded = !router.isOwner(first);
       try {
-        return await router.request<R>(first, payload, {
+        const result = await router.request<R>(first, payload, {
           replyBytes: writer.resultBytesAtMost?.(request),
         });
+        if (forwarded) await deps.changedElsewhere(request.items.map((item) => item.productId));
+        return result;
       } catch (err) {
         // The owner may have committed before it died or slowed down: like a lost COMMIT, the client learns
         // the outcome by retrying with the same Idempotency-Key (the caller keeps its claim for this error).

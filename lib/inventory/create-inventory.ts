@@ -63,5 +63,11 @@ export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardH
   });
   deps.catalog.onCachesStale(() => inventory.registry.reloadAll());
   if (!deps.cluster) return inventory;
-  return createClusteredInventory({ local: inventory, router: deps.cluster, writers: deps.writers });
+  return createClusteredInventory({
+    local: inventory,
+    router: deps.cluster,
+    writers: deps.writers,
+    // As the owner's own event will say (origin `remote`: not published again).
+    changedElsewhere: (productIds) => deps.catalog.productsChanged(productIds, 'remote', 'stock'),
+  });
 }

@@ -3,6 +3,7 @@
 // instance after an edit's 200 are charged the new price and name, the login throttle is one for all of them
 // (also across a restart), and each outbox event is delivered once across every process.
 import test, { type ExecutionContext } from 'ava';
+import { shardOf } from '../../lib/cluster/shards';
 import { natsTest, until } from './cluster-fixtures';
 import { orderBody, startClusterWorld, type ClusterWorld, type WorldMember } from './instances';
 
@@ -176,6 +177,33 @@ natsTest('a category created on A is listed on B and C within 1 s, with the same
   }
   t.is(new Set(lists.map((res) => res.headers.get('etag'))).size, 1, 'categories: one ETag');
 });
+
+natsTest(
+  "an instance that forwarded an order shows the order's stock right after its 201, not its cached copy",
+  async (t) => {
+    // The owner answers before its change event reaches the other instances: the forwarding instance drops its
+    // own copies when the answer comes back, so its client reads its own write.
+    const owners = await world.settled();
+    const names = world.instances.map((instance) => instance.name);
+    for (let round = 0; round < 30; round++) {
+      const productId = await world.product(seller.id, categoryId, { stock: 1 });
+      const owner = owners.get(shardOf(productId, 64));
+      const via = names.findIndex((name) => name !== owner);
+      const path = `/api/v1/products/${productId}`;
+      t.like((await world.request(via, 'GET', path)).body, { stockQuantity: 1, status: 'ON_SALE' });
+      const placed = await world.request(via, 'POST', '/api/v1/orders', {
+        token: buyer.token,
+        body: orderBody([{ productId, quantity: 1 }]),
+      });
+      t.is(placed.status, 201, placed.text);
+      t.like(
+        (await world.request(via, 'GET', path)).body,
+        { stockQuantity: 0, status: 'SOLD_OUT' },
+        `round ${round}, ordered through ${names[via]}, owner ${owner}`,
+      );
+    }
+  },
+);
 
 natsTest('a product set to DRAFT on A is 404 on B and C within 1 s', async (t) => {
   const productId = await world.product(seller.id, categoryId);
