@@ -67,7 +67,12 @@ export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardH
     local: inventory,
     router: deps.cluster,
     writers: deps.writers,
-    // As the owner's own event will say (origin `remote`: not published again).
-    changedElsewhere: (productIds) => deps.catalog.productsChanged(productIds, 'remote', 'stock'),
+    // As the owner's own event will say (origin `remote`: not published again). The order stands whatever this does.
+    changedElsewhere: (productIds) =>
+      deps.catalog
+        .productsChanged(productIds, 'remote', 'stock')
+        .catch((err: unknown) =>
+          deps.logger.error({ err }, 'Dropping the copies of products changed on their owner failed'),
+        ),
   });
 }
