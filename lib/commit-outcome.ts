@@ -2,7 +2,7 @@
 // committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist;
 // only when that cannot be learned either is the outcome reported as unknown.
 import type { Knex } from 'knex';
-import type { Db, Trx } from './db';
+import { dialect, type Db, type Trx } from './db';
 import { CommitOutcomeUnknownError } from './errors';
 import type { Logger } from './logger';
 
@@ -12,6 +12,18 @@ export class CommitNotApplied extends Error {
     super('The COMMIT was lost before the database applied it');
     this.name = 'CommitNotApplied';
   }
+}
+
+/**
+ * A `committed` check's read of the rows a transaction whose COMMIT was lost may have written. On MySQL/MariaDB a
+ * locking read: the COMMIT may still be on its way (the client gave up on the connection), and until the server
+ * ends that transaction (committed, or rolled back when the connection closes) its uncommitted rows are locked,
+ * so the read waits for its outcome instead of reporting rows about to exist as missing (bounded by the session's
+ * lock wait timeout; failing, the check is tried again, then the outcome is unknown). SQLite is in-process: no
+ * COMMIT is ever on its way.
+ */
+export function outcomeRead<Q extends Knex.QueryBuilder>(db: Db, query: Q): Q {
+  return dialect.isMysql(db) ? (query.forShare() as Q) : query;
 }
 
 const CHECK_ATTEMPTS = 4;

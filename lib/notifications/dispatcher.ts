@@ -4,7 +4,7 @@
 // retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
 import type { Knex } from 'knex';
-import { transactionWithOutcome } from '../commit-outcome';
+import { outcomeRead, transactionWithOutcome, type OutcomeOptions } from '../commit-outcome';
 import { dialect, type Db } from '../db';
 import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
@@ -48,30 +48,35 @@ export interface PendingRow {
  * to the first row past the due range, which is exactly where every new order's outbox rows go, so an order
  * commit waited for a delivery to commit (bench/README.md, Cluster, 2026-11-24: the row-lock waits sampled in
  * the 2-instance spread runs were all of this kind). SQLite has one writer and no isolation levels to choose.
+ * With `outcome`, a COMMIT lost on the way is checked (lib/commit-outcome.ts) instead of failing at once.
  */
-export function inClaimTransaction<T>(db: Db, run: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return db.transaction(run, claimTransactionConfig(db));
-}
-
-function claimTransactionConfig(db: Db): Knex.TransactionConfig | undefined {
-  return dialect.isMysql(db) ? { isolationLevel: 'read committed' } : undefined;
+export function inClaimTransaction<T>(
+  db: Db,
+  run: (trx: Knex.Transaction) => Promise<T>,
+  outcome?: Pick<OutcomeOptions<T>, 'logger' | 'committed'>,
+): Promise<T> {
+  const config: Knex.TransactionConfig | undefined = dialect.isMysql(db)
+    ? { isolationLevel: 'read committed' }
+    : undefined;
+  if (!outcome) return db.transaction(run, config);
+  const unknown = () => new Error('The outcome of a delivery whose COMMIT was lost could not be checked');
+  return transactionWithOutcome({ db, ...outcome, config, unknown }, run);
 }
 
 /**
  * Whether the delivery of `rows` at `at` is in the database (after a lost COMMIT: did it apply?): every row marked
- * delivered at that moment. A locking read on MySQL/MariaDB, as the orders' check (order-repository.ts) explains.
+ * delivered at that moment.
  */
 async function deliveryCommitted(db: Db, rows: PendingRow[], at: Date): Promise<boolean> {
   if (rows.length === 0) return true; // nothing was claimed, nothing written
-  const query = db('notification_outbox')
+  const delivered = db('notification_outbox')
     .whereIn(
       'id',
       rows.map((row) => row.id),
     )
     .where('delivered_at', at)
     .count({ n: '*' });
-  if (dialect.isMysql(db)) void query.forShare();
-  const found = (await query.first()) as { n: number | string };
+  const found = (await outcomeRead(db, delivered).first()) as { n: number | string };
   return Number(found.n) === rows.length;
 }
 
@@ -122,36 +127,38 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     // below; not applied or unknown, the failure path retries them (a row already delivered is never delivered
     // again: the retries touch only undelivered rows, and the claim skips delivered ones).
     const outcome = {
-      db,
       logger: options.logger,
       committed: (claimed: PendingRow[]) => deliveryCommitted(db, claimed, now),
-      config: claimTransactionConfig(db),
     };
     try {
-      await transactionWithOutcome(outcome, async (trx) => {
-        rows = await claimDue(trx, now, batchSize);
-        if (rows.length === 0) return rows;
-        await trx('notifications')
-          .insert(
-            rows.map((row) => ({
-              member_id: row.recipient_id,
-              outbox_id: row.id,
-              type: row.event_type,
-              payload: row.payload,
-              created_at: now,
-            })),
-          )
-          .onConflict('outbox_id')
-          .ignore();
-        await trx('notification_outbox')
-          .whereIn(
-            'id',
-            rows.map((row) => row.id),
-          )
-          .whereNull('delivered_at')
-          .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
-        return rows;
-      });
+      await inClaimTransaction(
+        db,
+        async (trx) => {
+          rows = await claimDue(trx, now, batchSize);
+          if (rows.length === 0) return rows;
+          await trx('notifications')
+            .insert(
+              rows.map((row) => ({
+                member_id: row.recipient_id,
+                outbox_id: row.id,
+                type: row.event_type,
+                payload: row.payload,
+                created_at: now,
+              })),
+            )
+            .onConflict('outbox_id')
+            .ignore();
+          await trx('notification_outbox')
+            .whereIn(
+              'id',
+              rows.map((row) => row.id),
+            )
+            .whereNull('delivered_at')
+            .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
+          return rows;
+        },
+        outcome,
+      );
     } catch (err) {
       if (rows.length === 0) throw err; // nothing claimed: reading the outbox failed
       const message = safeErrorMessage(err); // stored in last_error: never SQL text or bound values

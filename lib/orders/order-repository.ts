@@ -4,14 +4,13 @@
 import {
   affectedRows,
   centsToDecimal,
-  dialect,
   fromCents,
   isDeadlock,
   retryDeadlocks,
   type Db,
   type Trx,
 } from '../db';
-import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
+import { CommitNotApplied, outcomeRead, transactionWithOutcome } from '../commit-outcome';
 import { ServiceUnavailableError } from '../errors';
 import { insertRows, insertWithIds } from '../insert-rows';
 import type { Logger } from '../logger';
@@ -74,7 +73,7 @@ const statusChanged = (order: OrderHead, from: OrderStatus, to: OrderStatus, rec
 
 /**
  * Whether the status change of `orderId` to `to` written at `changedAt` is in the database (after a lost COMMIT:
- * did it apply?). Its history row tells; a locking read on MySQL/MariaDB, as `ordersExist` explains.
+ * did it apply?). Its history row tells.
  */
 async function statusChangeExists(
   db: Db,
@@ -82,9 +81,12 @@ async function statusChangeExists(
   to: OrderStatus,
   changedAt: Date,
 ): Promise<boolean> {
-  const query = db('order_status_history').where({ order_id: orderId, to_status: to, changed_at: changedAt });
-  if (dialect.isMysql(db)) void query.forShare();
-  return Boolean(await query.first('id'));
+  const history = db('order_status_history').where({
+    order_id: orderId,
+    to_status: to,
+    changed_at: changedAt,
+  });
+  return Boolean(await outcomeRead(db, history).first('id'));
 }
 
 export function createOrderRepository(db: Db, logger: Logger) {
@@ -257,18 +259,11 @@ export async function lostClaims(trx: Trx, placements: Placement[]): Promise<num
   return lost;
 }
 
-/**
- * Whether orders with these numbers exist (after a lost COMMIT: did it apply?). On MySQL/MariaDB a locking read:
- * a COMMIT still on its way when the client gave up on the connection may yet apply, and until the server
- * ends that transaction (committed, or rolled back when the connection closes) its uncommitted rows are locked,
- * so the read waits for its outcome instead of reporting rows that are about to exist as missing (bounded by
- * the session's lock wait timeout, after which the outcome is unknown).
- */
+/** Whether orders with these numbers exist (after a lost COMMIT: did it apply?). */
 export async function ordersExist(db: Db, orderNumbers: string[]): Promise<boolean> {
   if (orderNumbers.length === 0) return false;
-  const query = db('orders').whereIn('order_number', orderNumbers).count({ n: '*' });
-  if (dialect.isMysql(db)) void query.forShare();
-  const found = (await query.first()) as { n: number | string };
+  const orders = db('orders').whereIn('order_number', orderNumbers).count({ n: '*' });
+  const found = (await outcomeRead(db, orders).first()) as { n: number | string };
   return Number(found.n) > 0;
 }
 
