@@ -7,7 +7,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import type { ErrorBody } from './error-body';
+import { errorBody } from './error-body';
 
 function errorFor(code: string | undefined): AppError {
   if (code === 'HPE_HEADER_OVERFLOW') {
@@ -39,15 +39,7 @@ export function answerClientErrors(logger: Logger) {
     const error = errorFor(err.code);
     const requestId = crypto.randomUUID();
     const path = pathOf(err.rawPacket);
-    const body: ErrorBody = {
-      status: error.status,
-      code: error.code,
-      message: error.message,
-      path,
-      timestamp: new Date().toISOString(),
-      requestId,
-    };
-    const json = JSON.stringify(body);
+    const json = JSON.stringify(errorBody(error, { path, requestId }));
     socket.end(
       `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +

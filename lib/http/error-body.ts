@@ -1,6 +1,6 @@
 // The error body of API.md, as one yup shape: the error handler's type and the OpenAPI `Error` component.
 import * as yup from 'yup';
-import { ERROR_CODES } from '../errors';
+import { ERROR_CODES, type AppError } from '../errors';
 import { enumField, intField, stringField, timeField } from './response-fields';
 
 const fieldErrorShape = yup
@@ -39,3 +39,17 @@ export const errorShape = yup
     },
   });
 export type ErrorBody = yup.InferType<typeof errorShape>;
+
+/** The body answering `error` to the request at `path` (the error handler's, and the HTTP parser's refusals'). */
+export function errorBody(error: AppError, request: { path: string; requestId: string }): ErrorBody {
+  const body: ErrorBody = {
+    status: error.status,
+    code: error.code,
+    message: error.message,
+    path: request.path,
+    timestamp: new Date().toISOString(),
+    requestId: request.requestId,
+  };
+  if (error.details?.errors) body.errors = error.details.errors;
+  return body;
+}

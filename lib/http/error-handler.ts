@@ -1,11 +1,11 @@
 // The one error handler. Maps the AppError family (and the few framework errors with a status, such as
 // body-parser failures) to API.md's error body; an unavailable database is a 503 (lib/db-errors.ts);
 // everything else is a logged, generic 500.
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
 import { toClientError } from '../db-errors';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import type { ErrorBody } from './error-body';
+import { errorBody, type ErrorBody } from './error-body';
 
 export type { ErrorBody };
 
@@ -44,19 +44,6 @@ function fromFrameworkError(err: HttpishError): AppError | null {
   return null;
 }
 
-export function errorBody(ctx: Context, error: AppError): ErrorBody {
-  const body: ErrorBody = {
-    status: error.status,
-    code: error.code,
-    message: error.message,
-    path: ctx.path,
-    timestamp: new Date().toISOString(),
-    requestId: ctx.state.requestId,
-  };
-  if (error.details?.errors) body.errors = error.details.errors;
-  return body;
-}
-
 export function errorHandler(logger: Logger): Middleware {
   const log = logger.child({ component: 'ErrorHandler' });
   return async function errorHandlerMiddleware(ctx, next) {
@@ -80,7 +67,7 @@ export function errorHandler(logger: Logger): Middleware {
         ctx.set(name, value);
       }
       ctx.status = error.status;
-      ctx.body = errorBody(ctx, error);
+      ctx.body = errorBody(error, { path: ctx.path, requestId: ctx.state.requestId });
     }
   };
 }
