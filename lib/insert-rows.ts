@@ -1,9 +1,11 @@
 // The group commit's multi-row INSERTs (orders, items, history, outbox), built without knex's query builder,
 // and the ids of their rows without reading them back where the database promises they are consecutive:
 // SQLite (one writer; it reports the LAST rowid) and MySQL/MariaDB with innodb_autoinc_lock_mode 0 or 1
-// (MariaDB's default; mysql2 reports the FIRST id), there `auto_increment_increment` apart (Galera sets it to
-// the cluster's size). With mode 2 ("interleaved", MySQL 8's default) the caller reads them back instead. Saves two round trips per group commit. Used by the repositories that write in
-// a batch's transaction: the orders' (order-repository.ts) and the outbox's (notifications/outbox.ts).
+// (MariaDB's default; mysql2 reports the FIRST id), there `auto_increment_increment` apart (a server set up
+// for several writers sets it above 1). With mode 2 ("interleaved", MySQL 8's default, and Galera's
+// requirement) the caller reads them back instead. Saves two round trips per group commit. Used by the
+// repositories that write in a batch's transaction: the orders' (order-repository.ts) and the outbox's
+// (notifications/outbox.ts).
 import type { Knex } from 'knex';
 import { dialect, runPrebuilt } from './db';
 
@@ -78,7 +80,10 @@ export async function insertRows(db: Knex, table: string, rows: Row[]): Promise<
   }
 }
 
-/** Inserts `rows` (all with the same columns) and returns their ids in row order, or null when they must be read back. */
+/**
+ * Inserts `rows` (all with the same columns) and returns their ids in row order, or null when they must be read
+ * back.
+ */
 export async function insertWithIds(db: Knex, table: string, rows: Row[]): Promise<number[] | null> {
   const step = await idStep(db);
   const ids: number[] = [];

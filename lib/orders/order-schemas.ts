@@ -43,7 +43,7 @@ const EXAMPLE_ADDRESS = {
 };
 
 /** The longest value of each address field, in characters. */
-const ADDRESS_MAX_CHARS = {
+export const ADDRESS_MAX_CHARS = {
   zipCode: 20,
   address: 255,
   addressDetail: 255,

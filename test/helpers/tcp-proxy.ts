@@ -19,15 +19,16 @@ interface Link {
   held: Buffer[] | null;
 }
 
+/** What a trap does to the packet that springs it (`cutOn`, `delayOn`, `silenceOn`). */
+type TrapAction =
+  | { kind: 'cut'; forward: boolean; blackoutMs: number }
+  | { kind: 'delay'; delayMs: number }
+  | { kind: 'silence' };
+
 interface QueryTrap {
   text: Buffer;
   after: Buffer | null;
-  forward: boolean;
-  blackoutMs: number;
-  /** The link goes silent instead of being cut (`silenceOn`). */
-  silent?: boolean;
-  /** The packet is forwarded this late instead (`delayOn`). */
-  delayMs?: number;
+  action: TrapAction;
   sprung: () => void;
 }
 
@@ -80,6 +81,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     if (!link.held) link.upstream?.destroy(); // else closed once the held packets went
   };
 
+  /** Sets the one trap (the next packet containing `text`, on a link that sent `after` since); resolves when sprung. */
+  const arm = (text: string, after: string | undefined, action: TrapAction): Promise<void> =>
+    new Promise<void>((resolve) => {
+      for (const link of links) link.primed = false;
+      trap = { text: Buffer.from(text), after: after ? Buffer.from(after) : null, action, sprung: resolve };
+    });
+
   const server = net.createServer((client) => {
     if (mode === 'refuse') {
       client.resetAndDestroy();
@@ -105,9 +113,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }
       if (trap?.after && chunk.includes(trap.after)) link.primed = true;
       if (trap && (!trap.after || link.primed) && chunk.includes(trap.text)) {
-        const { forward, blackoutMs, silent, delayMs, sprung } = trap;
+        const { action, sprung } = trap;
         trap = null;
-        if (delayMs !== undefined) {
+        if (action.kind === 'delay') {
           const held: Buffer[] = [chunk];
           link.held = held;
           setTimeout(() => {
@@ -115,26 +123,26 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
             link.held = null;
             if (!links.has(link)) upstream.end(); // the client left meanwhile
             sprung();
-          }, delayMs);
+          }, action.delayMs);
           return;
         }
-        if (silent) {
+        if (action.kind === 'silence') {
           link.holed = true;
           sprung();
           return;
         }
         const spring = () => {
-          if (blackoutMs > 0) {
+          if (action.blackoutMs > 0) {
             mode = 'refuse';
             for (const other of [...links]) cut(other);
             setTimeout(() => {
               if (mode === 'refuse') mode = 'pass';
-            }, blackoutMs);
+            }, action.blackoutMs);
           }
           cut(link);
           sprung();
         };
-        if (forward) {
+        if (action.forward) {
           // the server gets the query, its answer is lost, then the connection drops
           upstream.write(chunk);
           link.holed = true;
@@ -173,43 +181,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     cutAll() {
       for (const link of [...links]) cut(link);
     },
-    cutOn(text, options) {
-      return new Promise<void>((resolve) => {
-        for (const link of links) link.primed = false;
-        trap = {
-          text: Buffer.from(text),
-          after: options.after ? Buffer.from(options.after) : null,
-          forward: options.forward,
-          blackoutMs: options.blackoutMs ?? 0,
-          sprung: resolve,
-        };
-      });
-    },
-    delayOn(text, options) {
-      return new Promise<void>((resolve) => {
-        for (const link of links) link.primed = false;
-        trap = {
-          text: Buffer.from(text),
-          after: options.after ? Buffer.from(options.after) : null,
-          forward: true,
-          blackoutMs: 0,
-          delayMs: options.delayMs,
-          sprung: resolve,
-        };
-      });
-    },
-    silenceOn(text) {
-      return new Promise<void>((resolve) => {
-        trap = {
-          text: Buffer.from(text),
-          after: null,
-          forward: false,
-          blackoutMs: 0,
-          silent: true,
-          sprung: resolve,
-        };
-      });
-    },
+    cutOn: (text, options) =>
+      arm(text, options.after, {
+        kind: 'cut',
+        forward: options.forward,
+        blackoutMs: options.blackoutMs ?? 0,
+      }),
+    delayOn: (text, options) => arm(text, options.after, { kind: 'delay', delayMs: options.delayMs }),
+    silenceOn: (text) => arm(text, undefined, { kind: 'silence' }),
     connections: () => links.size,
     async close() {
       for (const link of [...links]) cut(link);

@@ -1,10 +1,12 @@
 // The orders writer's bound on its result's JSON size (resultBytesAtMost): in cluster mode the caller sizes its
 // NATS messages by it so that the owner's one reply fits the server's limit. It must hold for the largest
-// placement the validation lets through: names and address fields at their longest, in characters that take
-// the most bytes, one seller per line.
+// placement the validation lets through: products created through the API with names at their longest, address
+// fields at their longest, in characters that take the most bytes, one seller per line.
 import test from 'ava';
+import { ADDRESS_MAX_CHARS } from '../../lib/orders/order-schemas';
 import { createOrderWriter } from '../../lib/orders/order-writer';
-import { createMember, createProduct } from '../helpers/factories';
+import { PRODUCT_NAME_MAX_CHARS } from '../../lib/products/product-schemas';
+import { createCategory, createMember } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
@@ -15,26 +17,26 @@ test.after.always(async () => {
   await app?.close();
 });
 
+// A control character is escaped to 6 bytes in JSON, the most any character takes; the last one is a letter
+// because the validation trims whitespace (a control character is none).
+const longest = (length: number) => '\u0001'.repeat(length - 1) + 'x';
+
 test("the largest placement the validation allows stays within the writer's bound", async (t) => {
   const buyer = await createMember(app, 'BUYER');
+  const categoryId = await createCategory(app);
   const items = [];
   for (let i = 0; i < 3; i++) {
     const seller = await createMember(app, 'SELLER');
-    // '가' takes 3 bytes of UTF-8; the address's control characters are escaped to 6 bytes each in JSON.
-    const productId = await createProduct(app, seller.id, {
-      name: `${i}${'가'.repeat(199)}`,
-      stockQuantity: 5,
+    const created = await app.request('POST', '/api/v1/products', {
+      token: seller.token,
+      body: { categoryId, name: longest(PRODUCT_NAME_MAX_CHARS), price: 1, stockQuantity: 5 },
     });
-    items.push({ productId, quantity: 1 });
+    t.is(created.status, 201, created.text);
+    items.push({ productId: created.body.id as number, quantity: 1 });
   }
-  const longest = (length: number) => '\u0001'.repeat(length - 1) + 'x';
-  const shippingAddress = {
-    zipCode: longest(20),
-    address: longest(255),
-    addressDetail: longest(255),
-    receiverName: longest(100),
-    receiverPhone: longest(30),
-  };
+  const shippingAddress = Object.fromEntries(
+    Object.entries(ADDRESS_MAX_CHARS).map(([field, max]) => [field, longest(max)]),
+  );
   const res = await app.request('POST', '/api/v1/orders', {
     token: buyer.token,
     body: { orderItems: items, shippingAddress },
