@@ -48,17 +48,16 @@ export interface PendingRow {
  * to the first row past the due range, which is exactly where every new order's outbox rows go, so an order
  * commit waited for a delivery to commit (bench/README.md, Cluster, 2026-11-24: the row-lock waits sampled in
  * the 2-instance spread runs were all of this kind). SQLite has one writer and no isolation levels to choose.
- * With `outcome`, a COMMIT lost on the way is checked (lib/commit-outcome.ts) instead of failing at once.
+ * A COMMIT lost on the way is checked with `outcome` (lib/commit-outcome.ts) instead of failing at once.
  */
 export function inClaimTransaction<T>(
   db: Db,
   run: (trx: Knex.Transaction) => Promise<T>,
-  outcome?: Pick<OutcomeOptions<T>, 'logger' | 'committed'>,
+  outcome: Pick<OutcomeOptions<T>, 'logger' | 'committed'>,
 ): Promise<T> {
   const config: Knex.TransactionConfig | undefined = dialect.isMysql(db)
     ? { isolationLevel: 'read committed' }
     : undefined;
-  if (!outcome) return db.transaction(run, config);
   const unknown = () => new Error('The outcome of a delivery whose COMMIT was lost could not be checked');
   return transactionWithOutcome({ db, ...outcome, config, unknown }, run);
 }
