@@ -34,7 +34,7 @@ export interface OutcomeOptions<T> {
   logger: Logger;
   /** Whether `written` is in the database (asked only after a lost COMMIT). */
   committed(written: T): Promise<boolean>;
-  /** The error for an outcome that cannot be learned (503); CommitOutcomeUnknownError by default. */
+  /** The error thrown when the outcome cannot be learned; CommitOutcomeUnknownError (a request's 503) by default. */
   unknown?: () => Error;
   /** The transaction's settings (an isolation level). */
   config?: Knex.TransactionConfig;
@@ -43,7 +43,11 @@ export interface OutcomeOptions<T> {
 /**
  * Runs `work` in a transaction. A failure before COMMIT is thrown as is (nothing was written). A failure
  * of the COMMIT itself resolves with `work`'s result when its rows exist, throws CommitNotApplied when
- * they do not, and CommitOutcomeUnknownError (503) when the database cannot tell within about a second.
+ * they do not, and `unknown`'s error when CHECK_ATTEMPTS checks, CHECK_PAUSE_MS apart, all fail. Each check is
+ * bounded by the database timeouts; on MySQL/MariaDB a check that finds the lost transaction still open waits for
+ * it up to the lock wait timeout (DB_STATEMENT_TIMEOUT_MS rounded up to seconds), so while the server keeps that
+ * transaction open the answer takes up to four of those (~21 s with the defaults), and the group commit's next
+ * batch waits with it.
  */
 export async function transactionWithOutcome<T>(
   options: OutcomeOptions<T>,
