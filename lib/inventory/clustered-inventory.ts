@@ -59,12 +59,15 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
         throw new Error(`Writer ${writer.name} is not registered for forwarding`);
       const first = Math.min(...request.items.map((item) => item.productId));
       const payload: PlacePayload = { op: 'place', writer: writer.name, request };
-      const forwarded = !router.isOwner(first);
+      const ownerBefore = router.isOwner(first);
       try {
         const result = await router.request<R>(first, payload, {
           replyBytes: writer.resultBytesAtMost?.(request),
         });
-        if (forwarded) await deps.changedElsewhere(request.items.map((item) => item.productId));
+        // Ran elsewhere, or may have (the shard moved away meanwhile): a spare drop costs a re-read, a missing
+        // one a stale read of the client's own write.
+        if (!ownerBefore || !router.isOwner(first))
+          await deps.changedElsewhere(request.items.map((item) => item.productId));
         return result;
       } catch (err) {
         // The owner may have committed before it died or slowed down: like a lost COMMIT, the client learns
