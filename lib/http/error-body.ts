@@ -1,4 +1,5 @@
-// The error body of API.md, as one yup shape: the error handler's type and the OpenAPI `Error` component.
+// The error body of API.md: one yup shape (its type and the OpenAPI `Error` component) and one builder of it
+// (errorBody), for the error handler and the HTTP parser's refusals alike.
 import * as yup from 'yup';
 import { ERROR_CODES, type AppError } from '../errors';
 import { enumField, intField, stringField, timeField } from './response-fields';

@@ -5,9 +5,7 @@ import type { Middleware } from 'koa';
 import { toClientError } from '../db-errors';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import { errorBody, type ErrorBody } from './error-body';
-
-export type { ErrorBody };
+import { errorBody } from './error-body';
 
 interface HttpishError {
   code?: string;

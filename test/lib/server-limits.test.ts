@@ -1,7 +1,7 @@
 // The HTTP server's limits from lib/config.ts: a slow client that never finishes its headers is answered
-// 408 (in the error body, as every request the HTTP parser refuses) and disconnected after HTTP_HEADERS_TIMEOUT_MS; connections beyond HTTP_MAX_CONNECTIONS are closed
-// at once; keep-alive sockets idle longer than HTTP_KEEP_ALIVE_TIMEOUT_MS are closed. Bad values are
-// named at start.
+// 408 (in the error body, as every request the HTTP parser refuses) and disconnected after
+// HTTP_HEADERS_TIMEOUT_MS; connections beyond HTTP_MAX_CONNECTIONS are closed at once; keep-alive sockets
+// idle longer than HTTP_KEEP_ALIVE_TIMEOUT_MS are closed. Bad values are named at start.
 import net from 'node:net';
 import test from 'ava';
 import { ConfigError, loadConfig } from '../../lib/config';
