@@ -58,9 +58,20 @@ export function inClaimTransaction<T>(
   const config: Knex.TransactionConfig | undefined = dialect.isMysql(db)
     ? { isolationLevel: 'read committed' }
     : undefined;
-  const unknown = () => new Error('The outcome of a delivery whose COMMIT was lost could not be checked');
+  const unknown = () => new DeliveryOutcomeUnknown();
   return transactionWithOutcome({ db, ...outcome, config, unknown }, run);
 }
+
+/** A delivery's COMMIT was lost and the database could not tell whether it applied (checked again later). */
+class DeliveryOutcomeUnknown extends Error {
+  constructor() {
+    super('The outcome of a delivery whose COMMIT was lost could not be checked');
+    this.name = 'DeliveryOutcomeUnknown';
+  }
+}
+
+/** How many deliveries of unknown outcome are kept for a later check (each holds one batch's rows). */
+const UNVERIFIED_AT_MOST = 100;
 
 /**
  * Whether the delivery of `rows` at `at` is in the database (after a lost COMMIT: did it apply?): every row marked
@@ -117,6 +128,36 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   let stopped = true;
   let retryTimer: NodeJS.Timeout | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
+  /**
+   * Deliveries whose COMMIT was lost and could not be checked. The rows are due again either way (the retries touch
+   * only undelivered ones), so what is left to learn is whether to write their log lines: once the database answers,
+   * a delivery found applied (its rows delivered at its moment) is logged then.
+   */
+  const unverified: Array<{ rows: PendingRow[]; at: Date }> = [];
+
+  /** The delivery's log lines (one per row) and its event. */
+  async function delivered(rows: PendingRow[]): Promise<void> {
+    for (const row of rows) {
+      const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
+      const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';
+      // The originating request's id, so the delivery can be traced back to the request that caused it.
+      log.info(
+        { requestId: row.request_id ?? undefined },
+        `Delivered ${row.event_type}${what} for order ${payload.orderId} to member ${row.recipient_id} (outbox ${row.id})`,
+      );
+    }
+    await events.emit('delivered', { outboxIds: rows.map((row) => Number(row.id)) });
+  }
+
+  /** Checks the deliveries of unknown outcome, oldest first; stops at the first check that fails (kept for later). */
+  async function verifyUnknown(): Promise<void> {
+    while (unverified.length > 0) {
+      const { rows, at } = unverified[0];
+      const applied = await deliveryCommitted(db, rows, at);
+      unverified.shift();
+      if (applied) await delivered(rows);
+    }
+  }
 
   /** Delivers one batch of due rows; returns how many were due. */
   async function deliverBatch(): Promise<number> {
@@ -124,7 +165,8 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     let rows: PendingRow[] = [];
     // A COMMIT lost on the way is checked (lib/commit-outcome.ts): applied, the rows were delivered and are logged
     // below; not applied or unknown, the failure path retries them (a row already delivered is never delivered
-    // again: the retries touch only undelivered rows, and the claim skips delivered ones).
+    // again: the retries touch only undelivered rows, and the claim skips delivered ones), and an unknown one is
+    // checked again before the next run (verifyUnknown), to log it if it applied.
     const outcome = {
       logger: options.logger,
       committed: (claimed: PendingRow[]) => deliveryCommitted(db, claimed, now),
@@ -174,22 +216,19 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
           })
           .catch(() => undefined); // the database is down: the row stays due and is retried by the timer
       }
+      if (err instanceof DeliveryOutcomeUnknown) {
+        if (unverified.length === UNVERIFIED_AT_MOST) {
+          const [dropped] = unverified.splice(0, 1);
+          log.error(`The delivery of ${dropped.rows.length} notification(s) stays unverified; not logged`);
+        }
+        unverified.push({ rows, at: now });
+      }
       await events.emit('failed', { outboxIds: rows.map((row) => Number(row.id)), error: message });
       scheduleRetry(backoffMs(rows[0].attempts + 1, base, max));
       return 0;
     }
     if (rows.length === 0) return 0;
-    const ids = rows.map((row) => Number(row.id));
-    for (const row of rows) {
-      const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
-      const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';
-      // The originating request's id, so the delivery can be traced back to the request that caused it.
-      log.info(
-        { requestId: row.request_id ?? undefined },
-        `Delivered ${row.event_type}${what} for order ${payload.orderId} to member ${row.recipient_id} (outbox ${row.id})`,
-      );
-    }
-    await events.emit('delivered', { outboxIds: ids });
+    await delivered(rows);
     return rows.length;
   }
 
@@ -197,6 +236,7 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     do {
       again = false;
       try {
+        await verifyUnknown();
         while ((await deliverBatch()) === batchSize);
       } catch (err) {
         // Reading the outbox failed (database unavailable): try again later.
