@@ -4,7 +4,8 @@
 // 500. A retry with the same Idempotency-Key then yields exactly one order, and the actor's view of the
 // product matches the database either way. A COMMIT that reaches the server only after the client gave up on
 // the connection still applies: the check waits for that transaction's end instead of placing the order again.
-import test from 'ava';
+// A delivery of notifications whose COMMIT is lost is checked the same way, and logged once if it applied.
+import test, { type ExecutionContext } from 'ava';
 import {
   DB_KIND,
   createTestDatabase,
@@ -231,73 +232,64 @@ test.serial(
   },
 );
 
-test.serial(
-  'a delivery applied whose outcome cannot be checked (the database gone a while) is logged once it can be: once; the notification exists once',
-  async (t) => {
-    if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
-    const app = await startTestApp({
-      database,
-      logLevel: 'info',
-      env: { DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL) },
-    });
-    try {
-      const { buyer, seller, product } = await world(app);
-      const p = await product({ stockQuantity: 5 });
-      // The COMMIT reaches the server, then every connection is refused for 2.5 s: all four checks fail.
-      const cut = proxy!.cutOn('COMMIT', { forward: true, after: 'into `notifications`', blackoutMs: 2500 });
-      const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
-      t.is(placed.status, 201);
-      const orderId = placed.body.orders[0].id;
-      await cut;
-      await eventually(async () =>
-        app.logs.lines.some((line) => line.includes('The outcome of a lost COMMIT could not be checked')),
-      );
-      const delivered = `Delivered OrderCreated for order ${orderId} to member ${seller.id}`;
-      t.false(
-        app.logs.lines.some((line) => line.includes(delivered)),
-        'not logged while unknown',
-      );
-      await eventually(async () => app.logs.lines.some((line) => line.includes(delivered)), 15_000);
-      const outbox = await app.db('notification_outbox').where('event_type', 'OrderCreated');
-      const ours = outbox.filter((row: { payload: string }) => JSON.parse(row.payload).orderId === orderId);
-      t.is(ours.length, 1);
-      t.truthy(ours[0].delivered_at);
-      t.is((await app.db('notifications').where('outbox_id', ours[0].id)).length, 1);
-      await app.bundle.services.dispatcher.stop();
-      t.is(app.logs.lines.filter((line) => line.includes(delivered)).length, 1, 'logged once');
-    } finally {
-      await app.close();
-    }
-  },
-);
+/**
+ * Places an order on an app of its own behind the proxy, with the delivery's COMMIT cut after it reached the server
+ * (`blackoutMs`: every connection refused that long from then on); `check` runs once the cut happened. Then the
+ * delivery must be in the database once and logged once.
+ */
+async function deliveryCut(
+  t: ExecutionContext,
+  blackoutMs: number,
+  check: (app: TestApp, logLine: string) => Promise<void>,
+) {
+  if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
+  const app = await startTestApp({
+    database,
+    logLevel: 'info',
+    env: { DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL) },
+  });
+  try {
+    const { buyer, seller, product } = await world(app);
+    const p = await product({ stockQuantity: 5 });
+    const cut = proxy!.cutOn('COMMIT', { forward: true, after: 'into `notifications`', blackoutMs });
+    const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
+    t.is(placed.status, 201);
+    const orderId = placed.body.orders[0].id;
+    await cut;
+    const logLine = `Delivered OrderCreated for order ${orderId} to member ${seller.id}`;
+    await check(app, logLine);
+    const outbox = await app.db('notification_outbox').where('event_type', 'OrderCreated');
+    const ours = outbox.filter((row: { payload: string }) => JSON.parse(row.payload).orderId === orderId);
+    t.is(ours.length, 1);
+    t.truthy(ours[0].delivered_at);
+    t.is((await app.db('notifications').where('outbox_id', ours[0].id)).length, 1);
+    await app.bundle.services.dispatcher.stop();
+    t.is(app.logs.lines.filter((line) => line.includes(logLine)).length, 1, 'logged once');
+  } finally {
+    await app.close();
+  }
+}
 
 test.serial(
   'a delivery whose COMMIT was applied but unacknowledged is logged as delivered, once; the notification exists once',
-  async (t) => {
-    if (DB_KIND !== 'mysql') return t.pass('the commit cut needs MariaDB');
-    const app = await startTestApp({
-      database,
-      logLevel: 'info',
-      env: { DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL) },
-    });
-    try {
-      const { buyer, seller, product } = await world(app);
-      const p = await product({ stockQuantity: 5 });
-      const cut = proxy!.cutOn('COMMIT', { forward: true, after: 'into `notifications`' });
-      const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
-      t.is(placed.status, 201);
-      const orderId = placed.body.orders[0].id;
-      await cut;
-      const delivered = `Delivered OrderCreated for order ${orderId} to member ${seller.id}`;
-      await eventually(async () => app.logs.lines.some((line) => line.includes(delivered)));
-      const outbox = await app.db('notification_outbox').where('event_type', 'OrderCreated');
-      const ours = outbox.filter((row: { payload: string }) => JSON.parse(row.payload).orderId === orderId);
-      t.is(ours.length, 1);
-      t.truthy(ours[0].delivered_at);
-      t.is((await app.db('notifications').where('outbox_id', ours[0].id)).length, 1);
-      t.is(app.logs.lines.filter((line) => line.includes(delivered)).length, 1, 'logged once');
-    } finally {
-      await app.close();
-    }
-  },
+  (t) =>
+    deliveryCut(t, 0, async (app, logLine) => {
+      await eventually(async () => app.logs.lines.some((line) => line.includes(logLine)));
+    }),
+);
+
+test.serial(
+  'a delivery applied whose outcome cannot be checked (the database gone a while) is logged once it can be: once; the notification exists once',
+  (t) =>
+    // Every connection is refused for 2.5 s after the COMMIT: all four checks fail.
+    deliveryCut(t, 2500, async (app, logLine) => {
+      await eventually(async () =>
+        app.logs.lines.some((line) => line.includes('The outcome of a lost COMMIT could not be checked')),
+      );
+      t.false(
+        app.logs.lines.some((line) => line.includes(logLine)),
+        'not logged while unknown',
+      );
+      await eventually(async () => app.logs.lines.some((line) => line.includes(logLine)), 15_000);
+    }),
 );
