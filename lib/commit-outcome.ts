@@ -41,15 +41,29 @@ export interface OutcomeOptions<T> {
 }
 
 /**
- * Runs `work` in a transaction. A failure before COMMIT is thrown as is (nothing was written). A failure
- * of the COMMIT itself resolves with `work`'s result when its rows exist, throws CommitNotApplied when
- * they do not, and `unknown`'s error when CHECK_ATTEMPTS checks, CHECK_PAUSE_MS apart, all fail. Each check is
- * bounded by the database timeouts; on MySQL/MariaDB a check that finds the lost transaction still open waits for
- * it up to the lock wait timeout (DB_STATEMENT_TIMEOUT_MS rounded up to seconds), so while the server keeps that
- * transaction open the answer takes up to four of those (~21 s with the defaults), and the group commit's next
- * batch waits with it.
+ * A transaction's COMMIT failed on the way (thrown by transactionOrCommitLost): `check()` learns whether it applied.
+ * It resolves with `work`'s result when the rows exist, throws CommitNotApplied when they do not, and `unknown`'s
+ * error when CHECK_ATTEMPTS checks, CHECK_PAUSE_MS apart, all fail. Each check is bounded by the database timeouts;
+ * on MySQL/MariaDB a check that finds the lost transaction still open waits for it up to the lock wait timeout
+ * (DB_STATEMENT_TIMEOUT_MS rounded up to seconds), so while the server keeps that transaction open the answer takes
+ * up to four of those (~21 s with the defaults).
  */
-export async function transactionWithOutcome<T>(
+export class CommitLost<T> extends Error {
+  constructor(
+    cause: unknown,
+    readonly check: () => Promise<T>,
+  ) {
+    super('The connection was lost during COMMIT', { cause });
+    this.name = 'CommitLost';
+  }
+}
+
+/**
+ * Runs `work` in a transaction. A failure before COMMIT is thrown as is (nothing was written); a failure of the
+ * COMMIT itself is thrown as CommitLost, whose `check()` the caller may run when it suits it (the group commit
+ * runs it beside its next batches).
+ */
+export async function transactionOrCommitLost<T>(
   options: OutcomeOptions<T>,
   work: (trx: Trx) => Promise<T>,
 ): Promise<T> {
@@ -62,18 +76,34 @@ export async function transactionWithOutcome<T>(
     }, options.config);
   } catch (err) {
     if (!written) throw err;
+    const { value } = written;
     const log = options.logger.child({ component: 'CommitOutcome' });
     log.warn({ err }, 'The connection was lost during COMMIT; checking');
-    for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
-      try {
-        if (await options.committed(written.value)) return written.value;
-        throw new CommitNotApplied();
-      } catch (checkErr) {
-        if (checkErr instanceof CommitNotApplied) throw checkErr;
-        if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
+    throw new CommitLost(err, async () => {
+      for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
+        try {
+          if (await options.committed(value)) return value;
+          throw new CommitNotApplied();
+        } catch (checkErr) {
+          if (checkErr instanceof CommitNotApplied) throw checkErr;
+          if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
+        }
       }
-    }
-    log.error('The outcome of a lost COMMIT could not be checked');
-    throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
+      log.error('The outcome of a lost COMMIT could not be checked');
+      throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
+    });
+  }
+}
+
+/** transactionOrCommitLost with the check of a lost COMMIT run at once: its result, or its error. */
+export async function transactionWithOutcome<T>(
+  options: OutcomeOptions<T>,
+  work: (trx: Trx) => Promise<T>,
+): Promise<T> {
+  try {
+    return await transactionOrCommitLost(options, work);
+  } catch (err) {
+    if (err instanceof CommitLost) return (err as CommitLost<T>).check();
+    throw err;
   }
 }

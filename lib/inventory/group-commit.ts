@@ -9,14 +9,21 @@
 // The actors' reads of their products (`read`) never overlap a batch's transaction: a read that raced a COMMIT
 // could not tell whether it saw the batch, whose news (COMMITTED) the actor gets only after the COMMIT, so the
 // actor might take the batch's units off a stock that already lacks them and refuse units the database holds.
+// A batch whose COMMIT was lost is the one exception: checking its outcome may take seconds, so it is checked
+// beside the next batches, and its products are re-read once the outcome is known (settleLost).
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
-import { CommitOutcomeUnknownError } from '../errors';
 import type { Logger } from '../logger';
 import type { Reservation, StockRegistry } from '../../actors/registry';
 import { judgedTotals } from '../../actors/stock-rules';
-import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
-import { WriterRefused, type AnnounceChanges, type DecidedRequest, type StockWriter } from './inventory';
+import { CommitLost, CommitNotApplied, transactionOrCommitLost } from '../commit-outcome';
+import {
+  WriterRefused,
+  type AnnounceChanges,
+  type DecidedRequest,
+  type StockChange,
+  type StockWriter,
+} from './inventory';
 import { deductStockBatch } from './stock-repository';
 
 /** The batch was rolled back for a reason that deciding again may fix; the reservations are released. */
@@ -115,7 +122,7 @@ export function createGroupCommit(options: GroupCommitOptions) {
     let results: unknown[];
     try {
       if (!judged.ok) throw new GuardRefused(judged.productIds);
-      results = await transactionWithOutcome(
+      results = await transactionOrCommitLost(
         { db, logger: options.logger, committed: (written) => batchCommitted(db, batch, written) },
         async (trx) => {
           const now = new Date();
@@ -125,6 +132,10 @@ export function createGroupCommit(options: GroupCommitOptions) {
         },
       );
     } catch (err) {
+      if (err instanceof CommitLost) {
+        settleLost(batch, changes, err as CommitLost<unknown[]>);
+        return;
+      }
       for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
       if (err instanceof GuardRefused) {
         for (const productId of err.productIds) registry.reload(productId);
@@ -139,11 +150,6 @@ export function createGroupCommit(options: GroupCommitOptions) {
         const refused = new Map(err.refused.map(({ request, error }) => [request, error]));
         for (const entry of batch)
           entry.reject(refused.get(entry.request) ?? new RetryPlacement(err.message));
-      } else if (err instanceof CommitNotApplied || err instanceof CommitOutcomeUnknownError) {
-        // Whichever way the COMMIT went, the actors re-read the products before deciding again.
-        for (const change of changes) registry.reload(change.productId);
-        const retry = err instanceof CommitNotApplied;
-        for (const entry of batch) entry.reject(retry ? new RetryPlacement(err.message) : err);
       } else if (isDeadlock(err)) {
         for (const entry of batch) entry.reject(new RetryPlacement('deadlock'));
       } else {
@@ -153,17 +159,51 @@ export function createGroupCommit(options: GroupCommitOptions) {
       return;
     }
     registry.committedAll(batch.flatMap((entry) => entry.reservations));
+    finish(answerCommitted(batch, changes, results));
+  }
+
+  /** Counts a committed batch and answers its requests after the announcements (caches dropped). */
+  async function answerCommitted(batch: Queued[], changes: StockChange[], results: unknown[]): Promise<void> {
     options.onBatchCommitted?.(batch.length);
-    // Answer after the announcements (caches dropped), without holding up the next batch.
-    const done = options
+    await options
       .announce(
         changes.map((change) => change.productId),
         'stock',
       )
-      .catch((err) => log.error({ err }, 'Announcing the committed stock changes failed'))
-      .then(() => batch.forEach((entry, index) => entry.resolve(results[index])));
-    finishing.add(done);
-    void done.finally(() => finishing.delete(done));
+      .catch((err) => log.error({ err }, 'Announcing the committed stock changes failed'));
+    batch.forEach((entry, index) => entry.resolve(results[index]));
+  }
+
+  /** Tracks work that answers a batch after the flush loop let it go (drain waits for it). */
+  function finish(work: Promise<void>): void {
+    finishing.add(work);
+    void work.finally(() => finishing.delete(work));
+  }
+
+  /**
+   * A batch whose COMMIT was lost: its outcome is checked beside the next batches, not in front of them (a check may
+   * wait seconds for the database). Its reservations stay held meanwhile, so the actors decide as if it committed.
+   * Whatever the check learns, they are released and the products re-read: the next batches' transactions and the
+   * actors' reads ran while the outcome was open, so only a fresh read counts the batch right, in or out.
+   */
+  function settleLost(batch: Queued[], changes: StockChange[], lost: CommitLost<unknown[]>): void {
+    const settle = () => {
+      for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
+      for (const change of changes) registry.reload(change.productId);
+    };
+    finish(
+      lost.check().then(
+        (results) => {
+          settle();
+          return answerCommitted(batch, changes, results);
+        },
+        (err: unknown) => {
+          settle();
+          const retry = err instanceof CommitNotApplied;
+          for (const entry of batch) entry.reject(retry ? new RetryPlacement((err as Error).message) : err);
+        },
+      ),
+    );
   }
 
   /**
