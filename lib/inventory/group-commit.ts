@@ -10,7 +10,7 @@
 // could not tell whether it saw the batch, whose news (COMMITTED) the actor gets only after the COMMIT, so the
 // actor might take the batch's units off a stock that already lacks them and refuse units the database holds.
 // A batch whose COMMIT was lost is the one exception: checking its outcome may take seconds, so it is checked
-// beside the next batches, and its products are re-read once the outcome is known (settleLost).
+// beside the next batches while its products are held, and they are re-read once the outcome is known (settleLost).
 import type { Db } from '../db';
 import { isDeadlock } from '../db';
 import type { Logger } from '../logger';
@@ -182,27 +182,46 @@ export function createGroupCommit(options: GroupCommitOptions) {
 
   /**
    * A batch whose COMMIT was lost: its outcome is checked beside the next batches, not in front of them (a check may
-   * wait seconds for the database). Its reservations stay held meanwhile, so the actors decide as if it committed.
-   * Whatever the check learns, they are released and the products re-read: the next batches' transactions and the
-   * actors' reads ran while the outcome was open, so only a fresh read counts the batch right, in or out.
+   * wait seconds for the database, while the lost transaction, still open on the server, holds its products' rows).
+   * Until it is known, the batch's products are held by their actors as a product write holds them
+   * (registry.exclusive): no request for them is decided or joins a batch that would meet those row locks, and no
+   * read of them counts the batch in or out. The requests already queued for them decide again, and wait the same
+   * way. Then each product is read afresh, which counts the batch right either way; its reservations were released
+   * first, so nothing counts it twice. Requests for other products go on meanwhile.
    */
   function settleLost(batch: Queued[], changes: StockChange[], lost: CommitLost<unknown[]>): void {
-    const settle = () => {
-      for (const entry of batch) for (const reservation of entry.reservations) registry.release(reservation);
-      for (const change of changes) registry.reload(change.productId);
-    };
+    const products = new Set(changes.map((change) => change.productId));
+    const touches = (entry: Queued) =>
+      entry.reservations.some((reservation) => products.has(reservation.productId));
+    const requeued = queue.filter(touches);
+    if (requeued.length > 0) queue.splice(0, queue.length, ...queue.filter((entry) => !touches(entry)));
+    // Released before the actors are held, so the fresh read after the outcome is the only count of the batch.
+    for (const entry of [...batch, ...requeued])
+      for (const reservation of entry.reservations) registry.release(reservation);
+    for (const entry of requeued) entry.reject(new RetryPlacement('A lost COMMIT holds these products'));
+    const outcome = lost.check();
+    const known = outcome.then(
+      () => undefined,
+      () => undefined,
+    );
+    const held = [...products].map((productId) =>
+      registry
+        .exclusive(productId, () => known)
+        .catch((err: unknown) => {
+          // The actor could not read the product afterwards: it is dropped, and the next request loads it anew.
+          log.warn({ err, productId }, 'Re-reading a product after a lost COMMIT failed');
+        }),
+    );
     finish(
-      lost.check().then(
-        (results) => {
-          settle();
-          return answerCommitted(batch, changes, results);
-        },
-        (err: unknown) => {
-          settle();
-          const retry = err instanceof CommitNotApplied;
-          for (const entry of batch) entry.reject(retry ? new RetryPlacement((err as Error).message) : err);
-        },
-      ),
+      outcome
+        .then(
+          (results) => answerCommitted(batch, changes, results),
+          (err: unknown) => {
+            const retry = err instanceof CommitNotApplied;
+            for (const entry of batch) entry.reject(retry ? new RetryPlacement((err as Error).message) : err);
+          },
+        )
+        .then(() => Promise.all(held).then(() => undefined)),
     );
   }
 

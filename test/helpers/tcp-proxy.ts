@@ -22,7 +22,7 @@ interface Link {
 /** What a trap does to the packet that springs it (`cutOn`, `delayOn`, `silenceOn`). */
 type TrapAction =
   | { kind: 'cut'; forward: boolean; blackoutMs: number }
-  | { kind: 'delay'; delayMs: number }
+  | { kind: 'delay'; delayMs: number; onHold?: () => void }
   | { kind: 'silence' };
 
 interface QueryTrap {
@@ -63,9 +63,10 @@ export interface TcpProxy {
    * The next time a client sends a packet containing `text` (on a connection that sent `after` before), that
    * packet reaches the server `delayMs` late, and what the client sends meanwhile after it. A client that closes
    * the connection meanwhile closes it only after that: the server gets the packet, then the end, as a packet
-   * still on the wire arrives before the close that followed it. Resolves when the packet was delivered.
+   * still on the wire arrives before the close that followed it. Resolves when the packet was delivered; `onHold`
+   * is called when it was caught.
    */
-  delayOn(text: string, options: { after?: string; delayMs: number }): Promise<void>;
+  delayOn(text: string, options: { after?: string; delayMs: number; onHold?: () => void }): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -118,6 +119,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         if (action.kind === 'delay') {
           const held: Buffer[] = [chunk];
           link.held = held;
+          action.onHold?.();
           setTimeout(() => {
             for (const late of held) upstream.write(late);
             link.held = null;
@@ -187,7 +189,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         forward: options.forward,
         blackoutMs: options.blackoutMs ?? 0,
       }),
-    delayOn: (text, options) => arm(text, options.after, { kind: 'delay', delayMs: options.delayMs }),
+    delayOn: (text, options) =>
+      arm(text, options.after, { kind: 'delay', delayMs: options.delayMs, onHold: options.onHold }),
     silenceOn: (text) => arm(text, undefined, { kind: 'silence' }),
     connections: () => links.size,
     async close() {
