@@ -113,6 +113,10 @@ export function createGroupCommit(options: GroupCommitOptions) {
   let inFlight: Promise<void> | null = null;
   /** Product reads under way: the next batch starts after them. */
   const reads = new Set<Promise<unknown>>();
+  /** Products of batches whose lost COMMIT is being checked (settleLost), with how many such batches hold each. */
+  const held = new Map<number, number>();
+  const touchesHeld = (reservations: Reservation[]) =>
+    held.size > 0 && reservations.some((reservation) => held.has(reservation.productId));
 
   async function commitBatch(batch: Queued[]): Promise<void> {
     const judged = judgedTotals(batch.flatMap((entry) => entry.reservations));
@@ -185,26 +189,36 @@ export function createGroupCommit(options: GroupCommitOptions) {
    * wait seconds for the database, while the lost transaction, still open on the server, holds its products' rows).
    * Until it is known, the batch's products are held by their actors as a product write holds them
    * (registry.exclusive): no request for them is decided or joins a batch that would meet those row locks, and no
-   * read of them counts the batch in or out. The requests already queued for them decide again, and wait the same
-   * way. Then each product is read afresh, which counts the batch right either way; its reservations were released
-   * first, so nothing counts it twice. Requests for other products go on meanwhile.
+   * read of them counts the batch in or out. The requests already queued for them, and those reserved before the
+   * hold that are submitted during it (`submit`), decide again, and wait the same way. Then each product is read
+   * afresh, which counts the batch right either way; its reservations were released first, so nothing counts it
+   * twice. Requests for other products go on meanwhile.
    */
   function settleLost(batch: Queued[], changes: StockChange[], lost: CommitLost<unknown[]>): void {
-    const products = new Set(changes.map((change) => change.productId));
-    const touches = (entry: Queued) =>
-      entry.reservations.some((reservation) => products.has(reservation.productId));
-    const requeued = queue.filter(touches);
-    if (requeued.length > 0) queue.splice(0, queue.length, ...queue.filter((entry) => !touches(entry)));
+    const products = [...new Set(changes.map((change) => change.productId))];
+    for (const productId of products) held.set(productId, (held.get(productId) ?? 0) + 1);
+    const requeued = queue.filter((entry) => touchesHeld(entry.reservations));
+    if (requeued.length > 0)
+      queue.splice(0, queue.length, ...queue.filter((entry) => !touchesHeld(entry.reservations)));
     // Released before the actors are held, so the fresh read after the outcome is the only count of the batch.
     for (const entry of [...batch, ...requeued])
       for (const reservation of entry.reservations) registry.release(reservation);
     for (const entry of requeued) entry.reject(new RetryPlacement('A lost COMMIT holds these products'));
     const outcome = lost.check();
+    // Once the outcome is known the products are no longer held here; their actors still defer requests until
+    // their fresh read is done.
     const known = outcome.then(
       () => undefined,
       () => undefined,
     );
-    const held = [...products].map((productId) =>
+    void known.then(() => {
+      for (const productId of products) {
+        const count = held.get(productId)!;
+        if (count > 1) held.set(productId, count - 1);
+        else held.delete(productId);
+      }
+    });
+    const refreshed = products.map((productId) =>
       registry
         .exclusive(productId, () => known)
         .catch((err: unknown) => {
@@ -221,7 +235,7 @@ export function createGroupCommit(options: GroupCommitOptions) {
             for (const entry of batch) entry.reject(retry ? new RetryPlacement((err as Error).message) : err);
           },
         )
-        .then(() => Promise.all(held).then(() => undefined)),
+        .then(() => Promise.all(refreshed).then(() => undefined)),
     );
   }
 
@@ -262,6 +276,12 @@ export function createGroupCommit(options: GroupCommitOptions) {
       writer: StockWriter<D, R>,
       reservations: Reservation[],
     ): Promise<R> {
+      // Reserved before a lost COMMIT's products were held (e.g. a cart that waited for another product's read):
+      // it decides again, and waits behind the hold.
+      if (touchesHeld(reservations)) {
+        for (const reservation of reservations) registry.release(reservation);
+        return Promise.reject(new RetryPlacement('A lost COMMIT holds these products'));
+      }
       return new Promise<R>((resolve, reject) => {
         queue.push({
           request,

@@ -193,8 +193,9 @@ test.serial(
     });
     try {
       const { buyer, product } = await world(app);
-      const lost = await product({ stockQuantity: 5 });
+      const lost = await product({ stockQuantity: 6 });
       const other = await product({ stockQuantity: 5 });
+      const cold = await product({ stockQuantity: 5 });
       t.is((await placeOrder(app, buyer.token, [{ productId: other, quantity: 1 }])).status, 201); // actor loaded
       let caught!: () => void;
       const held = new Promise<void>((resolve) => (caught = resolve));
@@ -204,8 +205,13 @@ test.serial(
         () => (firstDone = true),
       );
       await held;
-      // An order for the same product meanwhile: it waits for the outcome instead of meeting the row lock.
+      // An order for the same product meanwhile: it waits for the outcome instead of meeting the row lock. So does a
+      // cart that reserves the same product at once and is submitted later, after its other product's first read.
       const same = placeOrder(app, buyer.token, [{ productId: lost, quantity: 3 }]);
+      const cart = placeOrder(app, buyer.token, [
+        { productId: lost, quantity: 1 },
+        { productId: cold, quantity: 1 },
+      ]);
       const sent = Date.now();
       const next = await placeOrder(app, buyer.token, [{ productId: other, quantity: 1 }]);
       const waited = Date.now() - sent;
@@ -214,20 +220,22 @@ test.serial(
       t.true(waited < 4000, `the order for another product was answered after ${waited} ms`);
       t.false(firstDone, 'the lost batch was still being checked');
 
-      const [res, sameRes] = await Promise.all([first, same]);
+      const [res, sameRes, cartRes] = await Promise.all([first, same, cart]);
       await late;
       // The check saw the COMMIT apply (201) or ran out of attempts first (503); either way the books agree, and the
       // order for the same product was decided on the database's stock afterwards.
       if (res.status === 201) {
         t.is(res.body.orders.length, 1);
-        t.is(sameRes.status, 201, sameRes.text); // 5 - 2 leaves exactly 3
-        t.deepEqual(await productRow(app, lost), { stock: 0, status: 'SOLD_OUT', salesCount: 5 });
+        t.is(sameRes.status, 201, sameRes.text); // 6 - 2 leaves exactly 3 + 1
+        t.is(cartRes.status, 201, cartRes.text);
+        t.deepEqual(await productRow(app, lost), { stock: 0, status: 'SOLD_OUT', salesCount: 6 });
         t.true(await actorAgrees(app, lost, 0));
       } else {
         t.like(res.body, { status: 503, code: 'COMMIT_OUTCOME_UNKNOWN' });
         const row = await productRow(app, lost);
         t.true(await actorAgrees(app, lost, row.stock));
-        t.is(row.stock + row.salesCount, 5, `stock ${row.stock}, sold ${row.salesCount}`);
+        t.is(row.stock + row.salesCount, 6, `stock ${row.stock}, sold ${row.salesCount}`);
+        t.not(cartRes.status, 500);
       }
       t.deepEqual(await productRow(app, other), { stock: 3, status: 'ON_SALE', salesCount: 2 });
       t.true(await actorAgrees(app, other, 3));
