@@ -32,6 +32,9 @@ const DEMO_PRODUCTS = [
   { category: 'Books', name: 'Demo Novel', price: '12.00', stock: 200 },
 ];
 
+/** The SQLite seeds of this process, one after another (see seedDemo). */
+let sqliteSeedTurn: Promise<void> = Promise.resolve();
+
 /** The knex seed entry point (`npm run db:seed`, `knex seed:run`). */
 export async function seed(knex: Knex): Promise<void> {
   await seedDemo(knex, loadConfig());
@@ -47,11 +50,17 @@ export async function seedDemo(knex: Knex, config: Config): Promise<void> {
       }
     }
   }
-  if (!dialect.isMysql(knex)) return writeDemo(knex, config);
-  // Instances started together each seed on start, and every check below reads before it inserts: they take
-  // turns on the one row every migrated database has, knex's migration lock (the row is only read, FOR UPDATE,
-  // and held to the COMMIT), so each reads what the one before it committed. Several instances on one SQLite
-  // file are not a deployment (SQLite is the single embedded instance's).
+  // Instances started together each seed on start, and every check below reads before it inserts, so seeds take
+  // turns. On SQLite, within the process: several instances on one SQLite file are not a deployment (SQLite is
+  // the single embedded instance's), but several pools of one process may seed at once (the tests start them so),
+  // and their connections cannot wait for one another's write lock on the one event loop.
+  if (!dialect.isMysql(knex)) {
+    const turn = sqliteSeedTurn.then(() => writeDemo(knex, config));
+    sqliteSeedTurn = turn.catch(() => undefined);
+    return turn;
+  }
+  // On MySQL/MariaDB they take turns on the one row every migrated database has, knex's migration lock (the row is
+  // only read, FOR UPDATE, and held to the COMMIT), so each reads what the one before it committed.
   await knex.transaction(
     async (trx) => {
       await trx('knex_migrations_lock').forUpdate().select('is_locked');
