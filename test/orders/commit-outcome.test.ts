@@ -55,6 +55,18 @@ async function ordersOf(app: TestApp, buyerId: number): Promise<number> {
   return Number(row!.n);
 }
 
+/** An app of its own behind the proxy, whose client gives up on a query after 2 s (statement 1 s + 1 s grace). */
+const impatientApp = (mode: (typeof modes)[number]) =>
+  startTestApp({
+    database,
+    logLevel: 'warn',
+    env: {
+      DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL),
+      INVENTORY_MODE: mode,
+      DB_STATEMENT_TIMEOUT_MS: '1000',
+    },
+  });
+
 /** The actor (actor mode) holds nothing back and sees the database's stock. */
 async function actorAgrees(app: TestApp, productId: number, stock: number) {
   const view = app.bundle.services.inventory.inspect(productId);
@@ -145,15 +157,7 @@ for (const mode of modes) {
       // The client gives up on a query after DB_STATEMENT_TIMEOUT_MS + 1 s and drops the connection; the COMMIT
       // arrives 2.5 s after it was sent, before the close that followed it. A check that saw "no orders" before it
       // applied would place the order a second time.
-      const app = await startTestApp({
-        database,
-        logLevel: 'warn',
-        env: {
-          DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL),
-          INVENTORY_MODE: mode,
-          DB_STATEMENT_TIMEOUT_MS: '1000',
-        },
-      });
+      const app = await impatientApp(mode);
       try {
         const { buyer, product } = await world(app);
         const p = await product({ stockQuantity: 5 });
@@ -182,15 +186,7 @@ test.serial(
     // The client gives up on the COMMIT after 2 s (statement 1 s + 1 s grace); the COMMIT reaches the server 6 s after
     // it was sent, and until then the lost transaction holds its rows and the check's locking reads wait for it
     // (1 s each, four at most).
-    const app = await startTestApp({
-      database,
-      logLevel: 'warn',
-      env: {
-        DATABASE_URL: proxy!.urlFor(database!.env.DATABASE_URL),
-        INVENTORY_MODE: 'actor',
-        DB_STATEMENT_TIMEOUT_MS: '1000',
-      },
-    });
+    const app = await impatientApp('actor');
     try {
       const { buyer, product } = await world(app);
       const lost = await product({ stockQuantity: 6 });
