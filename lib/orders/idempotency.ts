@@ -13,6 +13,7 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db';
 import { affectedRows, isUniqueViolation } from '../db';
+import { safeErrorMessage } from '../db-errors';
 import { deleteInBatches } from '../query-helpers';
 import { ConflictError, IdempotencyKeyInProgressError } from '../errors';
 import type { Logger } from '../logger';
@@ -91,8 +92,9 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
         );
         if (renewed === 0) ended = true; // answered, or taken over: nothing left to keep alive
       } catch (err) {
-        // A missed renewal is not fatal: the lease covers three more.
-        log.warn({ err: { message: (err as Error).message } }, 'Renewing an idempotency lease failed');
+        // A missed renewal is not fatal: the lease covers three more. Only the message, without a stack, and without
+        // the SQL and its values that knex puts in front of it (the logger's rule for database errors).
+        log.warn({ err: { message: safeErrorMessage(err) } }, 'Renewing an idempotency lease failed');
       }
       if (!ended) timer = setTimeout(() => void renew(), leaseMs / 4);
     };
