@@ -2,6 +2,7 @@
 // present. Shared by the fault suite, the crash test and the cluster tests.
 import type { ExecutionContext } from 'ava';
 import type { Knex } from 'knex';
+import type { TestApp } from './harness';
 
 /** For every product: stock + units of non-cancelled orders = initial stock, and salesCount = those units. */
 export async function assertStockConserved(
@@ -29,4 +30,16 @@ export async function assertAcknowledgedExist(t: ExecutionContext, db: Knex, ids
   const unique = [...new Set(ids)];
   const found = (await db('orders').whereIn('id', unique).select('id')) as Array<{ id: number }>;
   t.is(found.length, unique.length, 'every acknowledged (201) order is in the database');
+}
+
+/**
+ * The product's actor (actor mode) holds nothing back and sees the database's stock, once a pending re-read settled;
+ * true in transactional mode, which keeps no view.
+ */
+export async function actorAgrees(app: TestApp, productId: number, stock: number): Promise<boolean> {
+  const inventory = app.bundle.services.inventory;
+  if (inventory.inspect(productId) === null) return true;
+  await inventory.changeProduct(productId, async () => undefined); // settles a reload
+  const settled = inventory.inspect(productId);
+  return settled?.stock === stock && settled.reserved === 0;
 }

@@ -2,8 +2,9 @@
 // the ways networks fail: refuse new connections (reset at once), black-hole (accept, never forward,
 // existing connections too), cut every connection, cut the connection that sends a given query
 // (e.g. COMMIT) right after forwarding it, so the outcome is unknown to the client, silence it from a
-// given request on, or hold a query back for a while (a packet late on the wire) and deliver it even when the
-// client gave up on the connection meanwhile.
+// given request on, black-hole the whole database from a given request on (the request forwarded or not), or hold
+// a query back for a while (a packet late on the wire) and deliver it even when the client gave up on the
+// connection meanwhile.
 import net from 'node:net';
 
 export type ProxyMode = 'pass' | 'refuse' | 'blackhole';
@@ -19,11 +20,12 @@ interface Link {
   held: Buffer[] | null;
 }
 
-/** What a trap does to the packet that springs it (`cutOn`, `delayOn`, `silenceOn`). */
+/** What a trap does to the packet that springs it (`cutOn`, `delayOn`, `silenceOn`, `blackholeOn`). */
 type TrapAction =
   | { kind: 'cut'; forward: boolean; blackoutMs: number }
   | { kind: 'delay'; delayMs: number; onHold?: () => void }
-  | { kind: 'silence' };
+  | { kind: 'silence' }
+  | { kind: 'blackhole'; forward: boolean };
 
 interface QueryTrap {
   text: Buffer;
@@ -60,6 +62,12 @@ export interface TcpProxy {
    */
   silenceOn(text: string): Promise<void>;
   /**
+   * The next time a client sends a packet containing `text` (on a connection that sent `after` before), the proxy
+   * black-holes everything as `blackhole()` does, after forwarding that packet (`forward: true`: the server acts on
+   * it, its answer is lost) or instead of it. Resolves when that happened; `pass()` ends it.
+   */
+  blackholeOn(text: string, options: { forward: boolean; after?: string }): Promise<void>;
+  /**
    * The next time a client sends a packet containing `text` (on a connection that sent `after` before), that
    * packet reaches the server `delayMs` late, and what the client sends meanwhile after it. A client that closes
    * the connection meanwhile closes it only after that: the server gets the packet, then the end, as a packet
@@ -75,6 +83,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let mode: ProxyMode = 'pass';
   const links = new Set<Link>();
   let trap: QueryTrap | null = null;
+
+  /** Nothing is forwarded any more, on new and existing links; nothing is closed either. */
+  const blackhole = () => {
+    mode = 'blackhole';
+    for (const link of links) link.holed = true;
+  };
 
   const cut = (link: Link) => {
     if (!links.delete(link)) return;
@@ -133,6 +147,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
           sprung();
           return;
         }
+        if (action.kind === 'blackhole') {
+          if (action.forward) upstream.write(chunk);
+          blackhole();
+          sprung();
+          return;
+        }
         const spring = () => {
           if (action.blackoutMs > 0) {
             mode = 'refuse';
@@ -176,10 +196,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     refuse() {
       mode = 'refuse';
     },
-    blackhole() {
-      mode = 'blackhole';
-      for (const link of links) link.holed = true;
-    },
+    blackhole,
     cutAll() {
       for (const link of [...links]) cut(link);
     },
@@ -192,6 +209,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     delayOn: (text, options) =>
       arm(text, options.after, { kind: 'delay', delayMs: options.delayMs, onHold: options.onHold }),
     silenceOn: (text) => arm(text, undefined, { kind: 'silence' }),
+    blackholeOn: (text, options) => arm(text, options.after, { kind: 'blackhole', forward: options.forward }),
     connections: () => links.size,
     async close() {
       for (const link of [...links]) cut(link);

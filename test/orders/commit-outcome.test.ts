@@ -14,6 +14,7 @@ import {
   type TestDatabase,
 } from '../helpers/harness';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
+import { actorAgrees } from '../helpers/books';
 import { eventually, placeOrder, productRow, world } from './order-fixtures';
 
 const modes = ['actor', 'transactional'] as const;
@@ -66,15 +67,6 @@ const impatientApp = (mode: (typeof modes)[number]) =>
       DB_STATEMENT_TIMEOUT_MS: '1000',
     },
   });
-
-/** The actor (actor mode) holds nothing back and sees the database's stock. */
-async function actorAgrees(app: TestApp, productId: number, stock: number) {
-  const view = app.bundle.services.inventory.inspect(productId);
-  if (view === null) return true; // transactional mode keeps no view
-  await app.bundle.services.inventory.changeProduct(productId, async () => undefined); // settles a reload
-  const settled = app.bundle.services.inventory.inspect(productId);
-  return settled?.stock === stock && settled.reserved === 0;
-}
 
 for (const mode of modes) {
   test.serial(
