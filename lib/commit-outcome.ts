@@ -1,8 +1,9 @@
 // A transaction whose COMMIT was sent but not acknowledged (the connection dropped) may or may not have
-// committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist;
-// only when that cannot be learned either is the outcome reported as unknown.
+// committed. Instead of guessing, ask the database on a fresh connection whether the written rows exist, and end
+// the lost connection on the server when it still holds the transaction open; only when that cannot be learned
+// either is the outcome reported as unknown.
 import type { Knex } from 'knex';
-import { dialect, type Db, type Trx } from './db';
+import { dialect, endServerConnection, lostServerConnection, type Db, type Trx } from './db';
 import { CommitOutcomeUnknownError } from './errors';
 import type { Logger } from './logger';
 
@@ -19,8 +20,8 @@ export class CommitNotApplied extends Error {
  * locking read: the COMMIT may still be on its way (the client gave up on the connection), and until the server
  * ends that transaction (committed, or rolled back when the connection closes) its uncommitted rows are locked,
  * so the read waits for its outcome instead of reporting rows about to exist as missing (bounded by the session's
- * lock wait timeout; failing, the check is tried again, then the outcome is unknown). SQLite is in-process: no
- * COMMIT is ever on its way.
+ * lock wait timeout; failing, the lost connection is ended on the server and the check tried again). SQLite is
+ * in-process: no COMMIT is ever on its way.
  */
 export function outcomeRead<Q extends Knex.QueryBuilder>(db: Db, query: Q): Q {
   return dialect.isMysql(db) ? (query.forShare() as Q) : query;
@@ -45,8 +46,10 @@ export interface OutcomeOptions<T> {
  * It resolves with `work`'s result when the rows exist, throws CommitNotApplied when they do not, and `unknown`'s
  * error when CHECK_ATTEMPTS checks, CHECK_PAUSE_MS apart, all fail. Each check is bounded by the database timeouts;
  * on MySQL/MariaDB a check that finds the lost transaction still open waits for it up to the lock wait timeout
- * (DB_STATEMENT_TIMEOUT_MS rounded up to seconds), so while the server keeps that transaction open the answer takes
- * up to four of those (~21 s with the defaults).
+ * (DB_STATEMENT_TIMEOUT_MS rounded up to seconds): a COMMIT still on its way may land meanwhile. After a check
+ * that failed, the lost connection is ended on the server (KILL CONNECTION), so the next check finds the outcome
+ * instead of waiting again for a transaction the server would otherwise keep open for hours when it never learned
+ * of the loss. Only when the database cannot be reached at all do all four checks fail (~21 s with the defaults).
  */
 export class CommitLost<T> extends Error {
   constructor(
@@ -67,18 +70,30 @@ export async function transactionOrCommitLost<T>(
   options: OutcomeOptions<T>,
   work: (trx: Trx) => Promise<T>,
 ): Promise<T> {
-  let written: { value: T } | undefined;
+  let written: { value: T; trx: Trx } | undefined;
   try {
     return await options.db.transaction(async (trx) => {
       const value = await work(trx);
-      written = { value };
+      written = { value, trx };
       return value;
     }, options.config);
   } catch (err) {
     if (!written) throw err;
-    const { value } = written;
+    const { value, trx } = written;
     const log = options.logger.child({ component: 'CommitOutcome' });
     log.warn({ err }, 'The connection was lost during COMMIT; checking');
+    // The server's id of the lost connection while the server may still hold it open; null once it was ended.
+    let open = await lostServerConnection(trx);
+    const endOpen = async () => {
+      if (open === null) return;
+      try {
+        await endServerConnection(options.db, open);
+        log.warn(`Ended the lost connection on the server (thread ${open}); checking again`);
+        open = null;
+      } catch (endErr) {
+        log.warn({ err: endErr }, 'Ending the lost connection on the server failed');
+      }
+    };
     throw new CommitLost(err, async () => {
       for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
         try {
@@ -86,7 +101,10 @@ export async function transactionOrCommitLost<T>(
           throw new CommitNotApplied();
         } catch (checkErr) {
           if (checkErr instanceof CommitNotApplied) throw checkErr;
-          if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
+          if (attempt < CHECK_ATTEMPTS) {
+            await endOpen();
+            await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
+          }
         }
       }
       log.error('The outcome of a lost COMMIT could not be checked');

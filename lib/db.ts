@@ -196,6 +196,39 @@ export async function runPrebuilt(
   }
 }
 
+/**
+ * The server's id of the connection a transaction ran on, once this side gave that connection up (the pool would
+ * discard it: knex's own `validateConnection` says so after a timed-out query or a lost link). The server may
+ * still hold it, and the transaction's row locks, until its `wait_timeout` (8 hours by default) when it never
+ * learned of the loss (a half-open connection). Null on SQLite, and while the connection is usable (it went back
+ * to the pool and may run other work). Read through knex's transaction client, which hands out its one
+ * connection, and mysql2's handshake id.
+ */
+export async function lostServerConnection(trx: Trx): Promise<number | null> {
+  if (!dialect.isMysql(trx)) return null;
+  const client = (
+    trx as unknown as {
+      client: { acquireConnection(): Promise<unknown>; validateConnection(connection: unknown): boolean };
+    }
+  ).client;
+  const connection = (await client.acquireConnection().catch(() => null)) as { threadId?: unknown } | null;
+  if (typeof connection?.threadId !== 'number' || client.validateConnection(connection)) return null;
+  return connection.threadId;
+}
+
+/**
+ * Ends a lost connection's server side (`KILL CONNECTION`, on another pooled connection; a user may end its own
+ * connections without any privilege): its open transaction is rolled back, unless its COMMIT applied first.
+ * Resolves once the server holds it no more (ended now, or gone already).
+ */
+export async function endServerConnection(db: Db, threadId: number): Promise<void> {
+  try {
+    await db.raw('KILL CONNECTION ?', [threadId]);
+  } catch (err) {
+    if (driverError(err)?.code !== 'ER_NO_SUCH_THREAD') throw err;
+  }
+}
+
 /** Rows changed by an UPDATE/DELETE through the query builder, on either database. */
 export function affectedRows(result: unknown): number {
   return typeof result === 'number'

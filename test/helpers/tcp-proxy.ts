@@ -18,13 +18,15 @@ interface Link {
   primed: boolean;
   /** What the client sent behind a held-back packet (`delayOn`), forwarded after it; null when nothing is held. */
   held: Buffer[] | null;
+  /** The server side stays open when the client leaves (`silenceOn` with `halfOpen`), until `pass()`. */
+  halfOpen: boolean;
 }
 
 /** What a trap does to the packet that springs it (`cutOn`, `delayOn`, `silenceOn`, `blackholeOn`). */
 type TrapAction =
   | { kind: 'cut'; forward: boolean; blackoutMs: number }
   | { kind: 'delay'; delayMs: number; onHold?: () => void }
-  | { kind: 'silence' }
+  | { kind: 'silence'; halfOpen: boolean }
   | { kind: 'blackhole'; forward: boolean };
 
 interface QueryTrap {
@@ -56,11 +58,13 @@ export interface TcpProxy {
    */
   cutOn(text: string, options: { forward: boolean; after?: string; blackoutMs?: number }): Promise<void>;
   /**
-   * The next time a client sends a packet containing `text`, that link goes silent: the packet and everything
-   * after it is dropped both ways, and nothing is closed (a server that stopped answering one connection).
-   * Resolves when that happened; `pass()` cuts the link afterwards.
+   * The next time a client sends a packet containing `text` (on a connection that sent `after` before), that link
+   * goes silent: the packet and everything after it is dropped both ways, and nothing is closed (a server that
+   * stopped answering one connection). With `halfOpen`, the server is not told either when the client closes the
+   * connection (a half-open connection: a middlebox lost its state). Resolves when that happened; `pass()` cuts
+   * the link afterwards.
    */
-  silenceOn(text: string): Promise<void>;
+  silenceOn(text: string, options?: { after?: string; halfOpen?: boolean }): Promise<void>;
   /**
    * The next time a client sends a packet containing `text` (on a connection that sent `after` before), the proxy
    * black-holes everything as `blackhole()` does, after forwarding that packet (`forward: true`: the server acts on
@@ -90,10 +94,19 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     for (const link of links) link.holed = true;
   };
 
+  /** Server sides of half-open links whose client left: closed by `pass()` and `close()`. */
+  const orphans = new Set<net.Socket>();
+
   const cut = (link: Link) => {
     if (!links.delete(link)) return;
     link.client.destroy();
-    if (!link.held) link.upstream?.destroy(); // else closed once the held packets went
+    if (link.held) return; // closed once the held packets went
+    if (link.halfOpen && link.upstream) orphans.add(link.upstream);
+    else link.upstream?.destroy();
+  };
+  const closeOrphans = () => {
+    for (const upstream of orphans) upstream.destroy();
+    orphans.clear();
   };
 
   /** Sets the one trap (the next packet containing `text`, on a link that sent `after` since); resolves when sprung. */
@@ -108,7 +121,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       client.resetAndDestroy();
       return;
     }
-    const link: Link = { client, upstream: null, holed: mode === 'blackhole', primed: false, held: null };
+    const link: Link = {
+      client,
+      upstream: null,
+      holed: mode === 'blackhole',
+      primed: false,
+      held: null,
+      halfOpen: false,
+    };
     links.add(link);
     client.on('error', () => cut(link));
     client.on('close', () => cut(link));
@@ -144,6 +164,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         }
         if (action.kind === 'silence') {
           link.holed = true;
+          link.halfOpen = action.halfOpen;
           sprung();
           return;
         }
@@ -191,6 +212,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     mode: () => mode,
     pass() {
       for (const link of links) if (link.holed) cut(link);
+      closeOrphans();
       mode = 'pass';
     },
     refuse() {
@@ -208,11 +230,13 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }),
     delayOn: (text, options) =>
       arm(text, options.after, { kind: 'delay', delayMs: options.delayMs, onHold: options.onHold }),
-    silenceOn: (text) => arm(text, undefined, { kind: 'silence' }),
+    silenceOn: (text, options) =>
+      arm(text, options?.after, { kind: 'silence', halfOpen: options?.halfOpen ?? false }),
     blackholeOn: (text, options) => arm(text, options.after, { kind: 'blackhole', forward: options.forward }),
     connections: () => links.size,
     async close() {
       for (const link of [...links]) cut(link);
+      closeOrphans();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
