@@ -70,29 +70,31 @@ export async function transactionOrCommitLost<T>(
   options: OutcomeOptions<T>,
   work: (trx: Trx) => Promise<T>,
 ): Promise<T> {
-  let written: { value: T; trx: Trx } | undefined;
+  let current: Trx | undefined;
+  let written: { value: T } | undefined;
   try {
     return await options.db.transaction(async (trx) => {
+      current = trx;
       const value = await work(trx);
-      written = { value, trx };
+      written = { value };
       return value;
     }, options.config);
   } catch (err) {
-    if (!written) throw err;
-    const { value, trx } = written;
     const log = options.logger.child({ component: 'CommitOutcome' });
+    if (!written) {
+      // Nothing was committed; but a connection given up mid-way (a statement got no answer) may still hold the
+      // transaction open on the server, and its row locks (a hot product's), when the server never learned of the
+      // loss. It is ended in the background; the failure is answered at once.
+      if (current) void endIfLost(options.db, current, log);
+      throw err;
+    }
+    const { value } = written;
+    const trx = current!;
     log.warn({ err }, 'The connection was lost during COMMIT; checking');
     // The server's id of the lost connection while the server may still hold it open; null once it was ended.
     let open = await lostServerConnection(trx);
     const endOpen = async () => {
-      if (open === null) return;
-      try {
-        await endServerConnection(options.db, open);
-        log.warn(`Ended the lost connection on the server (thread ${open}); checking again`);
-        open = null;
-      } catch (endErr) {
-        log.warn({ err: endErr }, 'Ending the lost connection on the server failed');
-      }
+      if (open !== null && (await endOnServer(options.db, open, log))) open = null;
     };
     throw new CommitLost(err, async () => {
       for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
@@ -110,6 +112,24 @@ export async function transactionOrCommitLost<T>(
       log.error('The outcome of a lost COMMIT could not be checked');
       throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
     });
+  }
+}
+
+/** Ends a transaction's connection on the server when this side gave it up (one try). */
+async function endIfLost(db: Db, trx: Trx, log: Logger): Promise<void> {
+  const open = await lostServerConnection(trx);
+  if (open !== null) await endOnServer(db, open, log);
+}
+
+/** Ends a lost connection on the server: true once it is gone there; a failure is logged (false). */
+async function endOnServer(db: Db, threadId: number, log: Logger): Promise<boolean> {
+  try {
+    await endServerConnection(db, threadId);
+    log.warn(`Ended a lost connection on the server (thread ${threadId})`);
+    return true;
+  } catch (err) {
+    log.warn({ err }, `Ending a lost connection on the server (thread ${threadId}) failed`);
+    return false;
   }
 }
 
