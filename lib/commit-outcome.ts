@@ -3,7 +3,15 @@
 // the lost connection on the server when it still holds the transaction open; only when that cannot be learned
 // either is the outcome reported as unknown.
 import type { Knex } from 'knex';
-import { dialect, endServerConnection, lostServerConnection, type Db, type Trx } from './db';
+import {
+  dialect,
+  endServerConnection,
+  isServerWaitTimeout,
+  lostServerConnection,
+  type Db,
+  type LostConnection,
+  type Trx,
+} from './db';
 import { CommitOutcomeUnknownError } from './errors';
 import type { Logger } from './logger';
 
@@ -46,10 +54,11 @@ export interface OutcomeOptions<T> {
  * It resolves with `work`'s result when the rows exist, throws CommitNotApplied when they do not, and `unknown`'s
  * error when CHECK_ATTEMPTS checks, CHECK_PAUSE_MS apart, all fail. Each check is bounded by the database timeouts;
  * on MySQL/MariaDB a check that finds the lost transaction still open waits for it up to the lock wait timeout
- * (DB_STATEMENT_TIMEOUT_MS rounded up to seconds): a COMMIT still on its way may land meanwhile. After a check
- * that failed, the lost connection is ended on the server (KILL CONNECTION), so the next check finds the outcome
- * instead of waiting again for a transaction the server would otherwise keep open for hours when it never learned
- * of the loss. Only when the database cannot be reached at all do all four checks fail (~21 s with the defaults).
+ * (DB_STATEMENT_TIMEOUT_MS rounded up to seconds): a COMMIT still on its way may land meanwhile. When the server
+ * answers that the check waited in vain, the lost connection is ended on the server (KILL CONNECTION, endLost), so
+ * the next check finds the outcome instead of waiting again for a transaction the server would otherwise keep open
+ * for hours when it never learned of the loss. Only when the database cannot be reached do all four checks fail
+ * (~21 s with the defaults); the lost connection is then ended in the background once it can be.
  */
 export class CommitLost<T> extends Error {
   constructor(
@@ -81,21 +90,17 @@ export async function transactionOrCommitLost<T>(
     }, options.config);
   } catch (err) {
     const log = options.logger.child({ component: 'CommitOutcome' });
+    // A connection given up mid-way (a statement or the COMMIT got no answer) may still hold the transaction open on
+    // the server, with its row locks (a hot product's), when the server never learned of the loss.
+    const lost = current ? await lostServerConnection(current) : null;
     if (!written) {
-      // Nothing was committed; but a connection given up mid-way (a statement got no answer) may still hold the
-      // transaction open on the server, and its row locks (a hot product's), when the server never learned of the
-      // loss. It is ended in the background; the failure is answered at once.
-      if (current) void endIfLost(options.db, current, log);
+      // Nothing was committed: the connection is ended on the server in the background; the failure is answered now.
+      if (lost) void endLost(options.db, lost, log);
       throw err;
     }
     const { value } = written;
-    const trx = current!;
     log.warn({ err }, 'The connection was lost during COMMIT; checking');
-    // The server's id of the lost connection while the server may still hold it open; null once it was ended.
-    let open = await lostServerConnection(trx);
-    const endOpen = async () => {
-      if (open !== null && (await endOnServer(options.db, open, log))) open = null;
-    };
+    let open = lost; // while the server may still hold it
     throw new CommitLost(err, async () => {
       for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
         try {
@@ -103,34 +108,62 @@ export async function transactionOrCommitLost<T>(
           throw new CommitNotApplied();
         } catch (checkErr) {
           if (checkErr instanceof CommitNotApplied) throw checkErr;
-          if (attempt < CHECK_ATTEMPTS) {
-            await endOpen();
-            await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
-          }
+          // The server answered that the read waited in vain: it still holds the lost transaction open (a COMMIT on
+          // its way would have landed meanwhile). Ended, the next check finds its outcome.
+          if (open && isServerWaitTimeout(checkErr) && (await endLost(options.db, open, log))) open = null;
+          if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
         }
       }
+      // Ended in the background, so that the outcome becomes final for the client's keyed retry.
+      if (open) void endLost(options.db, open, log);
       log.error('The outcome of a lost COMMIT could not be checked');
       throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
     });
   }
 }
 
-/** Ends a transaction's connection on the server when this side gave it up (one try). */
-async function endIfLost(db: Db, trx: Trx, log: Logger): Promise<void> {
-  const open = await lostServerConnection(trx);
-  if (open !== null) await endOnServer(db, open, log);
-}
+/** How long a lost connection that could not be ended yet is tried again (backoff from 1 s to 30 s). */
+const END_LOST_WITHIN_MS = 5 * 60_000;
+/** Lost connections being tried again in the background (`server#threadId`): one loop each. */
+const endingLater = new Set<string>();
 
-/** Ends a lost connection on the server: true once it is gone there; a failure is logged (false). */
-async function endOnServer(db: Db, threadId: number, log: Logger): Promise<boolean> {
-  try {
-    await endServerConnection(db, threadId);
-    log.warn(`Ended a lost connection on the server (thread ${threadId})`);
-    return true;
-  } catch (err) {
-    log.warn({ err }, `Ending a lost connection on the server (thread ${threadId}) failed`);
-    return false;
+/**
+ * Ends a lost connection on the server (`endServerConnection`). Resolves true once the server holds it no more;
+ * false when this try failed (unreachable, or the pool's connection was on another server), and then it is tried
+ * again in the background for up to END_LOST_WITHIN_MS, after which the server's own timeouts are left to end it.
+ */
+async function endLost(db: Db, lost: LostConnection, log: Logger): Promise<boolean> {
+  const once = async (): Promise<boolean> => {
+    try {
+      const result = await endServerConnection(db, lost);
+      if (result === 'ended') log.warn(`Ended a lost connection on the server (thread ${lost.threadId})`);
+      return result !== 'elsewhere';
+    } catch {
+      return false;
+    }
+  };
+  if (await once()) return true;
+  const key = `${lost.server}#${lost.threadId}`;
+  if (!endingLater.has(key)) {
+    endingLater.add(key);
+    log.warn(
+      `A lost connection (thread ${lost.threadId}) could not be ended on the server yet; trying again`,
+    );
+    const started = Date.now();
+    const later = (delayMs: number) => {
+      setTimeout(() => {
+        void once().then((done) => {
+          if (done) endingLater.delete(key);
+          else if (Date.now() - started + delayMs > END_LOST_WITHIN_MS) {
+            endingLater.delete(key);
+            log.error(`A lost connection (thread ${lost.threadId}) could not be ended on the server`);
+          } else later(Math.min(delayMs * 2, 30_000));
+        });
+      }, delayMs).unref();
+    };
+    later(1_000);
   }
+  return false;
 }
 
 /** transactionOrCommitLost with the check of a lost COMMIT run at once: its result, or its error. */

@@ -14,12 +14,27 @@ type Callback = (err: (Error & { code?: string }) | null, ...rest: unknown[]) =>
 interface MysqlConnection {
   query(options: unknown, values?: unknown, callback?: unknown): unknown;
   destroy(): void;
+  /** The server's id of this connection, from the handshake. */
+  threadId?: number | null;
 }
 
-function sessionQuery(conn: MysqlConnection, sql: string): Promise<void> {
+function sessionQuery<T = unknown>(conn: MysqlConnection, sql: string): Promise<T> {
   return new Promise((resolve, reject) =>
-    conn.query(sql, (err: Error | null) => (err ? reject(err) : resolve())),
+    conn.query(sql, (err: Error | null, rows: T) => (err ? reject(err) : resolve(rows))),
   );
+}
+
+/** The server each pooled connection is on (`host:port` as the server names itself), when its thread id is its own. */
+const servers = new WeakMap<object, string>();
+
+/**
+ * The server a connection is on, as that server names itself, and only when the id the handshake gave is the
+ * server's own thread id: a lost connection is ended on the server by that id (`KILL CONNECTION`), which must be
+ * sent to the same server (not through a balancer to another one, nor through a proxy that hands out ids of its
+ * own). Undefined when either is not known.
+ */
+export function serverOf(conn: object): string | undefined {
+  return servers.get(conn);
 }
 
 /** Applies the session limits and the default client-side query timeout to a new pooled connection. */
@@ -32,6 +47,12 @@ export async function limitMysqlConnection(conn: MysqlConnection, timeouts: DbTi
     // MySQL has no max_statement_time; max_execution_time bounds its SELECTs (milliseconds)
     await sessionQuery(conn, `SET SESSION max_execution_time = ${timeouts.statementMs}`);
   }
+
+  const [self] = await sessionQuery<Array<{ id: number | string; host: string; port: number | string }>>(
+    conn,
+    'SELECT CONNECTION_ID() AS id, @@hostname AS host, @@port AS port',
+  );
+  if (self && Number(self.id) === conn.threadId) servers.set(conn, `${self.host}:${self.port}`);
 
   const timeout = timeouts.statementMs + CLIENT_QUERY_GRACE_MS;
   const query = conn.query.bind(conn);

@@ -8,7 +8,7 @@ import { format as mysqlFormat } from 'mysql2';
 import { Model, snakeCaseMappers, type Pojo } from 'objection';
 import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
-import { limitMysqlConnection } from './db-timeouts';
+import { limitMysqlConnection, serverOf } from './db-timeouts';
 import { cachePreparedStatements } from './sqlite-statements';
 import type { Logger } from './logger';
 
@@ -196,36 +196,57 @@ export async function runPrebuilt(
   }
 }
 
-/**
- * The server's id of the connection a transaction ran on, once this side gave that connection up (the pool would
- * discard it: knex's own `validateConnection` says so after a timed-out query or a lost link). The server may
- * still hold it, and the transaction's row locks, until its `wait_timeout` (8 hours by default) when it never
- * learned of the loss (a half-open connection). Null on SQLite, and while the connection is usable (it went back
- * to the pool and may run other work). Read through knex's transaction client, which hands out its one
- * connection, and mysql2's handshake id.
- */
-export async function lostServerConnection(trx: Trx): Promise<number | null> {
-  if (!dialect.isMysql(trx)) return null;
-  const client = (
-    trx as unknown as {
-      client: { acquireConnection(): Promise<unknown>; validateConnection(connection: unknown): boolean };
-    }
-  ).client;
-  const connection = (await client.acquireConnection().catch(() => null)) as { threadId?: unknown } | null;
-  if (typeof connection?.threadId !== 'number' || client.validateConnection(connection)) return null;
-  return connection.threadId;
+/** A connection this side gave up, by the server it is on and the server's id for it. */
+export interface LostConnection {
+  threadId: number;
+  server: string;
+}
+
+interface PoolClient {
+  acquireConnection(): Promise<object>;
+  releaseConnection(connection: object): Promise<unknown>;
+  validateConnection(connection: object): boolean;
 }
 
 /**
- * Ends a lost connection's server side (`KILL CONNECTION`, on another pooled connection; a user may end its own
- * connections without any privilege): its open transaction is rolled back, unless its COMMIT applied first.
- * Resolves once the server holds it no more (ended now, or gone already).
+ * The connection a transaction ran on, once this side gave it up (the pool discards it: knex's own
+ * `validateConnection` says so after a timed-out query or a lost link). The server may still hold it, and the
+ * transaction's row locks, until its `wait_timeout` (8 hours by default) when it never learned of the loss (a
+ * half-open connection). Null on SQLite, while the connection is usable (it went back to the pool and may run other
+ * work), and when its server is not known (see `serverOf`). Read through knex's transaction client, which hands
+ * out its one connection.
  */
-export async function endServerConnection(db: Db, threadId: number): Promise<void> {
+export async function lostServerConnection(trx: Trx): Promise<LostConnection | null> {
+  if (!dialect.isMysql(trx)) return null;
+  const client = (trx as unknown as { client: PoolClient }).client;
+  const connection = (await client.acquireConnection().catch(() => null)) as { threadId?: unknown } | null;
+  if (!connection || client.validateConnection(connection)) return null;
+  const server = serverOf(connection);
+  if (typeof connection.threadId !== 'number' || server === undefined) return null;
+  return { threadId: connection.threadId, server };
+}
+
+/**
+ * Ends a lost connection's server side with `KILL CONNECTION` (a user may end its own connections without any
+ * privilege): its open transaction is rolled back, unless its COMMIT applied first. Sent on a pooled connection to
+ * the same server only: `ended`, `gone` (it had ended already), or `elsewhere` (the pool's connection is on
+ * another server; nothing was sent). Throws when the database cannot be reached.
+ */
+export async function endServerConnection(
+  db: Db,
+  lost: LostConnection,
+): Promise<'ended' | 'gone' | 'elsewhere'> {
+  const client = db.client as unknown as PoolClient;
+  const connection = await client.acquireConnection();
   try {
-    await db.raw('KILL CONNECTION ?', [threadId]);
+    if (serverOf(connection) !== lost.server) return 'elsewhere';
+    await db.raw('KILL CONNECTION ?', [lost.threadId]).connection(connection);
+    return 'ended';
   } catch (err) {
-    if (driverError(err)?.code !== 'ER_NO_SUCH_THREAD') throw err;
+    if (driverError(err)?.code === 'ER_NO_SUCH_THREAD') return 'gone';
+    throw err;
+  } finally {
+    await client.releaseConnection(connection);
   }
 }
 
@@ -260,6 +281,20 @@ export function isUniqueViolation(err: unknown): boolean {
 export function isForeignKeyViolation(err: unknown): boolean {
   const e = driverError(err);
   return e?.code === 'ER_NO_REFERENCED_ROW_2' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
+
+/**
+ * The server answered that a statement waited too long (a lock wait, or the statement's time limit: MariaDB's
+ * max_statement_time is errno 1969, unnamed in some mysql2 versions; MySQL's ER_QUERY_TIMEOUT): it is reachable.
+ */
+export function isServerWaitTimeout(err: unknown): boolean {
+  const e = driverError(err);
+  return (
+    e?.code === 'ER_LOCK_WAIT_TIMEOUT' ||
+    e?.code === 'ER_STATEMENT_TIMEOUT' ||
+    e?.code === 'ER_QUERY_TIMEOUT' ||
+    e?.errno === 1969
+  );
 }
 
 export function isDeadlock(err: unknown): boolean {
