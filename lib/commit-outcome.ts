@@ -3,15 +3,8 @@
 // the lost connection on the server when it still holds the transaction open; only when that cannot be learned
 // either is the outcome reported as unknown.
 import type { Knex } from 'knex';
-import {
-  dialect,
-  endServerConnection,
-  isServerWaitTimeout,
-  lostServerConnection,
-  type Db,
-  type LostConnection,
-  type Trx,
-} from './db';
+import { dialect, isServerWaitTimeout, type Db, type Trx } from './db';
+import { endLost, lostServerConnection } from './lost-connections';
 import { CommitOutcomeUnknownError } from './errors';
 import type { Logger } from './logger';
 
@@ -90,17 +83,13 @@ export async function transactionOrCommitLost<T>(
     }, options.config);
   } catch (err) {
     const log = options.logger.child({ component: 'CommitOutcome' });
-    // A connection given up mid-way (a statement or the COMMIT got no answer) may still hold the transaction open on
-    // the server, with its row locks (a hot product's), when the server never learned of the loss.
-    const lost = current ? await lostServerConnection(current) : null;
-    if (!written) {
-      // Nothing was committed: the connection is ended on the server in the background; the failure is answered now.
-      if (lost) void endLost(options.db, lost, log);
-      throw err;
-    }
+    // (A connection given up before the COMMIT is ended on the server in the background: lost-connections.ts.)
+    if (!written) throw err;
     const { value } = written;
     log.warn({ err }, 'The connection was lost during COMMIT; checking');
-    let open = lost; // while the server may still hold it
+    // The lost connection while the server may still hold it open (it is also ended after a lock wait in the
+    // background, db-timeouts.ts; ending it twice is harmless).
+    let open = await lostServerConnection(current!);
     throw new CommitLost(err, async () => {
       for (let attempt = 1; attempt <= CHECK_ATTEMPTS; attempt++) {
         try {
@@ -114,56 +103,10 @@ export async function transactionOrCommitLost<T>(
           if (attempt < CHECK_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, CHECK_PAUSE_MS));
         }
       }
-      // Ended in the background, so that the outcome becomes final for the client's keyed retry.
-      if (open) void endLost(options.db, open, log);
       log.error('The outcome of a lost COMMIT could not be checked');
       throw options.unknown?.() ?? new CommitOutcomeUnknownError(1);
     });
   }
-}
-
-/** How long a lost connection that could not be ended yet is tried again (backoff from 1 s to 30 s). */
-const END_LOST_WITHIN_MS = 5 * 60_000;
-/** Lost connections being tried again in the background (`server#threadId`): one loop each. */
-const endingLater = new Set<string>();
-
-/**
- * Ends a lost connection on the server (`endServerConnection`). Resolves true once the server holds it no more;
- * false when this try failed (unreachable, or the pool's connection was on another server), and then it is tried
- * again in the background for up to END_LOST_WITHIN_MS, after which the server's own timeouts are left to end it.
- */
-async function endLost(db: Db, lost: LostConnection, log: Logger): Promise<boolean> {
-  const once = async (): Promise<boolean> => {
-    try {
-      const result = await endServerConnection(db, lost);
-      if (result === 'ended') log.warn(`Ended a lost connection on the server (thread ${lost.threadId})`);
-      return result !== 'elsewhere';
-    } catch {
-      return false;
-    }
-  };
-  if (await once()) return true;
-  const key = `${lost.server}#${lost.threadId}`;
-  if (!endingLater.has(key)) {
-    endingLater.add(key);
-    log.warn(
-      `A lost connection (thread ${lost.threadId}) could not be ended on the server yet; trying again`,
-    );
-    const started = Date.now();
-    const later = (delayMs: number) => {
-      setTimeout(() => {
-        void once().then((done) => {
-          if (done) endingLater.delete(key);
-          else if (Date.now() - started + delayMs > END_LOST_WITHIN_MS) {
-            endingLater.delete(key);
-            log.error(`A lost connection (thread ${lost.threadId}) could not be ended on the server`);
-          } else later(Math.min(delayMs * 2, 30_000));
-        });
-      }, delayMs).unref();
-    };
-    later(1_000);
-  }
-  return false;
 }
 
 /** transactionOrCommitLost with the check of a lost COMMIT run at once: its result, or its error. */

@@ -16,7 +16,15 @@ interface MysqlConnection {
   destroy(): void;
   /** The server's id of this connection, from the handshake. */
   threadId?: number | null;
+  /** Set by knex while the connection runs a transaction. */
+  __knexTxId?: string;
 }
+
+/**
+ * Told when a connection is given up inside a transaction (its statement got no answer, or its link failed), so
+ * that it can be ended on the server after `afterMs` (lost-connections.ts).
+ */
+export type GivenUp = (lost: { threadId: number; server: string }, afterMs: number) => void;
 
 function sessionQuery<T = unknown>(conn: MysqlConnection, sql: string): Promise<T> {
   return new Promise((resolve, reject) =>
@@ -38,7 +46,11 @@ export function serverOf(conn: object): string | undefined {
 }
 
 /** Applies the session limits and the default client-side query timeout to a new pooled connection. */
-export async function limitMysqlConnection(conn: MysqlConnection, timeouts: DbTimeouts): Promise<void> {
+export async function limitMysqlConnection(
+  conn: MysqlConnection,
+  timeouts: DbTimeouts,
+  onGivenUp?: GivenUp,
+): Promise<void> {
   const lockWaitSeconds = Math.max(1, Math.ceil(timeouts.statementMs / 1000));
   await sessionQuery(conn, `SET SESSION innodb_lock_wait_timeout = ${lockWaitSeconds}`);
   try {
@@ -64,11 +76,29 @@ export async function limitMysqlConnection(conn: MysqlConnection, timeouts: DbTi
     return query(
       { timeout, ...options },
       values,
-      (err: (Error & { code?: string }) | null, ...rest: unknown[]) => {
+      (err: (Error & { code?: string; fatal?: boolean }) | null, ...rest: unknown[]) => {
         // mysql2 leaves a timed-out query queued on the connection; a destroyed connection is evicted by
-        // knex's pool validation, and the server rolls back whatever transaction it held, unless a COMMIT
-        // still on the wire reaches it first (commit-outcome.ts's check waits for that transaction's end).
-        if (err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') conn.destroy();
+        // knex's pool validation, and the server rolls back whatever transaction it held once it learns of the
+        // close, unless a COMMIT still on the wire reaches it first (commit-outcome.ts's check waits for that
+        // transaction's end).
+        const timedOut = err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT';
+        if (timedOut) conn.destroy();
+        // A server that never learns of it (a half-open connection) would keep the transaction and its row locks
+        // for hours: it is ended there. After an unanswered COMMIT only once the outcome check had a lock wait to
+        // see a COMMIT still on its way land.
+        const server = servers.get(conn);
+        if (
+          (timedOut || err?.fatal) &&
+          conn.__knexTxId !== undefined &&
+          server &&
+          typeof conn.threadId === 'number'
+        ) {
+          const commit = /^\s*COMMIT\b/i.test(String((options as { sql?: unknown }).sql ?? ''));
+          onGivenUp?.(
+            { threadId: conn.threadId, server },
+            commit ? lockWaitSeconds * 1000 + CLIENT_QUERY_GRACE_MS : 0,
+          );
+        }
         done(err, ...rest);
       },
     );

@@ -8,7 +8,8 @@ import { format as mysqlFormat } from 'mysql2';
 import { Model, snakeCaseMappers, type Pojo } from 'objection';
 import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
-import { limitMysqlConnection, serverOf } from './db-timeouts';
+import { limitMysqlConnection, type GivenUp } from './db-timeouts';
+import { endLost } from './lost-connections';
 import { cachePreparedStatements } from './sqlite-statements';
 import type { Logger } from './logger';
 
@@ -27,6 +28,7 @@ export function knexConfig(
   database: Config['database'],
   timeouts?: DbTimeouts,
   logger?: Logger,
+  onGivenUp?: GivenUp,
 ): Knex.Config {
   const log = logger && { log: knexLog(logger.child({ component: 'Database' })) };
   const migrations: Knex.MigratorConfig = {
@@ -91,7 +93,7 @@ export function knexConfig(
           conn: Parameters<typeof limitMysqlConnection>[0],
           done: (err: unknown, conn: unknown) => void,
         ) {
-          limitMysqlConnection(conn, timeouts).then(
+          limitMysqlConnection(conn, timeouts, onGivenUp).then(
             () => done(null, conn),
             (err: unknown) => done(err, conn),
           );
@@ -109,7 +111,15 @@ export function knexConfig(
 
 export function createDb(database: Config['database'], timeouts?: DbTimeouts, logger?: Logger): Db {
   if (database.client === 'sqlite') fs.mkdirSync(path.dirname(database.filename), { recursive: true });
-  return knexFactory(knexConfig(database, timeouts, logger));
+  const log = logger?.child({ component: 'Database' });
+  // A connection given up inside a transaction is ended on the server (lost-connections.ts), after `afterMs`.
+  const onGivenUp: GivenUp | undefined =
+    log &&
+    ((lost, afterMs) => {
+      setTimeout(() => void endLost(db, lost, log), afterMs).unref();
+    });
+  const db = knexFactory(knexConfig(database, timeouts, logger, onGivenUp));
+  return db;
 }
 
 /** Rows per multi-row statement on SQLite at most (its bound values stay far under SQLite's 32,766). */
@@ -193,60 +203,6 @@ export async function runPrebuilt(
       error.message = sql + error.message.slice(text.length);
     if (error.sql !== undefined) error.sql = sql;
     throw err;
-  }
-}
-
-/** A connection this side gave up, by the server it is on and the server's id for it. */
-export interface LostConnection {
-  threadId: number;
-  server: string;
-}
-
-interface PoolClient {
-  acquireConnection(): Promise<object>;
-  releaseConnection(connection: object): Promise<unknown>;
-  validateConnection(connection: object): boolean;
-}
-
-/**
- * The connection a transaction ran on, once this side gave it up (the pool discards it: knex's own
- * `validateConnection` says so after a timed-out query or a lost link). The server may still hold it, and the
- * transaction's row locks, until its `wait_timeout` (8 hours by default) when it never learned of the loss (a
- * half-open connection). Null on SQLite, while the connection is usable (it went back to the pool and may run other
- * work), and when its server is not known (see `serverOf`). Read through knex's transaction client, which hands
- * out its one connection.
- */
-export async function lostServerConnection(trx: Trx): Promise<LostConnection | null> {
-  if (!dialect.isMysql(trx)) return null;
-  const client = (trx as unknown as { client: PoolClient }).client;
-  const connection = (await client.acquireConnection().catch(() => null)) as { threadId?: unknown } | null;
-  if (!connection || client.validateConnection(connection)) return null;
-  const server = serverOf(connection);
-  if (typeof connection.threadId !== 'number' || server === undefined) return null;
-  return { threadId: connection.threadId, server };
-}
-
-/**
- * Ends a lost connection's server side with `KILL CONNECTION` (a user may end its own connections without any
- * privilege): its open transaction is rolled back, unless its COMMIT applied first. Sent on a pooled connection to
- * the same server only: `ended`, `gone` (it had ended already), or `elsewhere` (the pool's connection is on
- * another server; nothing was sent). Throws when the database cannot be reached.
- */
-export async function endServerConnection(
-  db: Db,
-  lost: LostConnection,
-): Promise<'ended' | 'gone' | 'elsewhere'> {
-  const client = db.client as unknown as PoolClient;
-  const connection = await client.acquireConnection();
-  try {
-    if (serverOf(connection) !== lost.server) return 'elsewhere';
-    await db.raw('KILL CONNECTION ?', [lost.threadId]).connection(connection);
-    return 'ended';
-  } catch (err) {
-    if (driverError(err)?.code === 'ER_NO_SUCH_THREAD') return 'gone';
-    throw err;
-  } finally {
-    await client.releaseConnection(connection);
   }
 }
 

@@ -15,6 +15,7 @@ import {
 } from '../helpers/harness';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { actorAgrees } from '../helpers/books';
+import { createCategory } from '../helpers/factories';
 import { eventually, placeOrder, productRow, world } from './order-fixtures';
 
 const modes = ['actor', 'transactional'] as const;
@@ -237,6 +238,42 @@ for (const mode of modes) {
     },
   );
 }
+
+test.serial(
+  "any transaction: a statement unanswered on a half-open connection (a product's creation): 503, and the seller's row is not left locked",
+  async (t) => {
+    if (DB_KIND !== 'mysql') return t.pass('the half-open connection needs MariaDB');
+    // The creation locks the seller's row (the product quota), then inserts the product: that INSERT and everything
+    // after it is dropped both ways and nothing is closed. The seller's next creation would meet the lock for hours.
+    const app = await impatientApp('actor');
+    try {
+      const { seller } = await world(app);
+      const categoryId = await createCategory(app);
+      const create = (name: string) =>
+        app.request('POST', '/api/v1/products', {
+          token: seller.token,
+          body: { categoryId, name, price: 10, stockQuantity: 5 },
+        });
+      const silenced = proxy!.silenceOn('insert into `products`', { halfOpen: true });
+      const res = await create('Half-open');
+      await silenced;
+      t.is(res.status, 503, res.text);
+      t.like(res.body, { status: 503, code: 'SERVICE_UNAVAILABLE' });
+      const next = await create('After');
+      t.is(next.status, 201, next.text);
+      t.deepEqual(
+        (await app.db('products').where('seller_id', seller.id).select('name')).map(
+          (row: { name: string }) => row.name,
+        ),
+        ['After'],
+      );
+      t.regex(app.logs.text, /Ended a lost connection on the server \(thread \d+\)/);
+    } finally {
+      proxy!.pass();
+      await app.close();
+    }
+  },
+);
 
 test.serial(
   'actor: a batch whose lost COMMIT is being checked holds back only its own products; they are decided on the database afterwards',

@@ -1,10 +1,11 @@
-// Ending a lost connection on the server (lib/db.ts, used by lib/commit-outcome.ts), on real MariaDB: the KILL
+// Ending a lost connection on the server (lib/lost-connections.ts), on real MariaDB: the KILL
 // reaches the named thread and only it, is sent only to the server the lost connection was on (as that server
 // names itself), and a thread already gone is reported as such. A pool without the session limits (no server
 // recorded for its connections) never kills anything.
 import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
-import { createDb, endServerConnection, knexConfig } from '../../lib/db';
+import { createDb, knexConfig } from '../../lib/db';
+import { endServerConnection } from '../../lib/lost-connections';
 import { serverOf } from '../../lib/db-timeouts';
 import { createTestDatabase, DB_KIND, testConfig, type TestDatabase } from '../helpers/harness';
 
