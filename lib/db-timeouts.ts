@@ -24,7 +24,7 @@ interface MysqlConnection {
  * Told when a connection is given up inside a transaction (its statement got no answer, or its link failed), so
  * that it can be ended on the server after `afterMs` (lost-connections.ts).
  */
-export type GivenUp = (lost: { threadId: number; server: string }, afterMs: number) => void;
+export type GivenUp = (lost: ConnectionPlace & { threadId: number }, afterMs: number) => void;
 
 function sessionQuery<T = unknown>(conn: MysqlConnection, sql: string): Promise<T> {
   return new Promise((resolve, reject) =>
@@ -32,18 +32,28 @@ function sessionQuery<T = unknown>(conn: MysqlConnection, sql: string): Promise<
   );
 }
 
-/** The server each pooled connection is on (`host:port` as the server names itself), when its thread id is its own. */
-const servers = new WeakMap<object, string>();
+/** Where a pooled connection is, as its server sees it. */
+export interface ConnectionPlace {
+  /** The server, as it names itself (`@@hostname:@@port`). */
+  server: string;
+  /** The client end, as the server shows it in its process list (`address:port` over TCP). */
+  client: string;
+}
+
+const places = new WeakMap<object, ConnectionPlace>();
 
 /**
- * The server a connection is on, as that server names itself, and only when the id the handshake gave is the
- * server's own thread id: a lost connection is ended on the server by that id (`KILL CONNECTION`), which must be
- * sent to the same server (not through a balancer to another one, nor through a proxy that hands out ids of its
- * own). Undefined when either is not known.
+ * Where a connection is, and only when the id the handshake gave is the server's own thread id: a lost connection
+ * is ended on the server by that id (`KILL CONNECTION`), which must be sent to the same server (not through a
+ * balancer to another one, nor through a proxy that hands out ids of its own), and only while that id is still
+ * the same client's (a restarted server hands out its ids again). Undefined when not known.
  */
-export function serverOf(conn: object): string | undefined {
-  return servers.get(conn);
+export function placeOf(conn: object): ConnectionPlace | undefined {
+  return places.get(conn);
 }
+
+/** Connections already reported given up (a timed-out statement, then knex's ROLLBACK on the closed connection). */
+const reported = new WeakSet<object>();
 
 /** Applies the session limits and the default client-side query timeout to a new pooled connection. */
 export async function limitMysqlConnection(
@@ -60,11 +70,15 @@ export async function limitMysqlConnection(
     await sessionQuery(conn, `SET SESSION max_execution_time = ${timeouts.statementMs}`);
   }
 
-  const [self] = await sessionQuery<Array<{ id: number | string; host: string; port: number | string }>>(
+  const [self] = await sessionQuery<
+    Array<{ id: number | string; host: string; port: number | string; client: string | null }>
+  >(
     conn,
-    'SELECT CONNECTION_ID() AS id, @@hostname AS host, @@port AS port',
+    'SELECT CONNECTION_ID() AS id, @@hostname AS host, @@port AS port, ' +
+      '(SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()) AS client',
   );
-  if (self && Number(self.id) === conn.threadId) servers.set(conn, `${self.host}:${self.port}`);
+  if (self && Number(self.id) === conn.threadId && self.client)
+    places.set(conn, { server: `${self.host}:${self.port}`, client: self.client });
 
   const timeout = timeouts.statementMs + CLIENT_QUERY_GRACE_MS;
   const query = conn.query.bind(conn);
@@ -73,6 +87,8 @@ export async function limitMysqlConnection(
       return query(options, values, callback);
     }
     const done = callback as Callback;
+    // Read when the statement is sent: knex may end the transaction (a ROLLBACK it gave up on) before the answer.
+    const inTransaction = conn.__knexTxId !== undefined;
     return query(
       { timeout, ...options },
       values,
@@ -84,18 +100,16 @@ export async function limitMysqlConnection(
         const timedOut = err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT';
         if (timedOut) conn.destroy();
         // A server that never learns of it (a half-open connection) would keep the transaction and its row locks
-        // for hours: it is ended there. After an unanswered COMMIT only once the outcome check had a lock wait to
-        // see a COMMIT still on its way land.
-        const server = servers.get(conn);
-        if (
-          (timedOut || err?.fatal) &&
-          conn.__knexTxId !== undefined &&
-          server &&
-          typeof conn.threadId === 'number'
-        ) {
+        // for hours: it is ended there. Not when the server closed the connection itself (it knows); after an
+        // unanswered COMMIT only a lock wait plus the grace later, so that the outcome check sees a COMMIT still on
+        // its way land.
+        const place = places.get(conn);
+        const lostHere = timedOut || (err?.fatal === true && err.code !== 'PROTOCOL_CONNECTION_LOST');
+        if (lostHere && inTransaction && place && typeof conn.threadId === 'number' && !reported.has(conn)) {
+          reported.add(conn);
           const commit = /^\s*COMMIT\b/i.test(String((options as { sql?: unknown }).sql ?? ''));
           onGivenUp?.(
-            { threadId: conn.threadId, server },
+            { threadId: conn.threadId, ...place },
             commit ? lockWaitSeconds * 1000 + CLIENT_QUERY_GRACE_MS : 0,
           );
         }

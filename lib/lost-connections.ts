@@ -2,16 +2,16 @@
 // the server: when the server never learned of the loss (a half-open connection: a middlebox lost its state, a
 // partition), it keeps the transaction open, with its row locks (a hot product's), until its wait_timeout (8 hours
 // by default). Such a connection is ended on the server with `KILL CONNECTION` (a user may end its own connections
-// without any privilege), sent only to the server it was on, as that server names itself (db-timeouts' serverOf).
+// without any privilege), sent only to the server it was on, as that server names itself, and only while the id is
+// still that connection's (db-timeouts' placeOf).
 // MySQL/MariaDB only: SQLite is in-process and records no server.
 import type { Knex } from 'knex';
-import { serverOf } from './db-timeouts';
+import { placeOf, type ConnectionPlace } from './db-timeouts';
 import type { Logger } from './logger';
 
-/** A connection this side gave up, by the server it is on and the server's id for it. */
-export interface LostConnection {
+/** A connection this side gave up: where it is, and the server's id for it. */
+export interface LostConnection extends ConnectionPlace {
   threadId: number;
-  server: string;
 }
 
 interface PoolClient {
@@ -30,15 +30,16 @@ export async function lostServerConnection(trx: Knex.Transaction): Promise<LostC
   const client = (trx as unknown as { client: PoolClient }).client;
   const connection = (await client.acquireConnection().catch(() => null)) as { threadId?: unknown } | null;
   if (!connection || client.validateConnection(connection)) return null;
-  const server = serverOf(connection);
-  if (typeof connection.threadId !== 'number' || server === undefined) return null;
-  return { threadId: connection.threadId, server };
+  const place = placeOf(connection);
+  if (typeof connection.threadId !== 'number' || place === undefined) return null;
+  return { threadId: connection.threadId, ...place };
 }
 
 /**
  * Ends a lost connection's server side: its open transaction is rolled back, unless its COMMIT applied first. Sent
- * on a pooled connection to the same server only: `ended`, `gone` (it had ended already), or `elsewhere` (the
- * pool's connection is on another server; nothing was sent). Throws when the database cannot be reached.
+ * on a pooled connection to the same server only, and only while the server lists that id for the same client end:
+ * `ended`, `gone` (it had ended already, or its id is another connection's now, as after a restart), or `elsewhere`
+ * (the pool's connection is on another server; nothing was sent). Throws when the database cannot be reached.
  */
 export async function endServerConnection(
   db: Knex,
@@ -47,7 +48,14 @@ export async function endServerConnection(
   const client = db.client as unknown as PoolClient;
   const connection = await client.acquireConnection();
   try {
-    if (serverOf(connection) !== lost.server) return 'elsewhere';
+    if (placeOf(connection)?.server !== lost.server) return 'elsewhere';
+    const [rows] = (await db
+      .raw('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID = ? AND HOST = ?', [
+        lost.threadId,
+        lost.client,
+      ])
+      .connection(connection)) as [Array<{ n: number | string }>];
+    if (Number(rows[0]?.n) === 0) return 'gone';
     await db.raw('KILL CONNECTION ?', [lost.threadId]).connection(connection);
     return 'ended';
   } catch (err) {
@@ -70,6 +78,8 @@ const endingLater = new Set<string>();
  */
 export async function endLost(db: Knex, lost: LostConnection, log: Logger): Promise<boolean> {
   const once = async (): Promise<boolean> => {
+    // The pool was closed (the service stops): nothing to send it with; the server's own timeouts are left to end it.
+    if (!(db.client as { pool?: unknown }).pool) return true;
     try {
       const result = await endServerConnection(db, lost);
       if (result === 'ended') log.warn(`Ended a lost connection on the server (thread ${lost.threadId})`);

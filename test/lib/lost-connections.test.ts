@@ -1,12 +1,12 @@
 // Ending a lost connection on the server (lib/lost-connections.ts), on real MariaDB: the KILL
 // reaches the named thread and only it, is sent only to the server the lost connection was on (as that server
-// names itself), and a thread already gone is reported as such. A pool without the session limits (no server
+// names itself) and only while the id is still that client's, and a thread already gone is reported as such. A pool without the session limits (no server
 // recorded for its connections) never kills anything.
 import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { createDb, knexConfig } from '../../lib/db';
 import { endServerConnection } from '../../lib/lost-connections';
-import { serverOf } from '../../lib/db-timeouts';
+import { placeOf, type ConnectionPlace } from '../../lib/db-timeouts';
 import { createTestDatabase, DB_KIND, testConfig, type TestDatabase } from '../helpers/harness';
 
 const mysqlOnly = DB_KIND === 'mysql' ? test.serial : test.skip;
@@ -28,10 +28,12 @@ test.after.always(async () => {
   await database?.drop();
 });
 
-/** The server's id of `other`'s one connection, and whether that connection still answers. */
-async function victimId(): Promise<number> {
-  const [rows] = (await other.raw('SELECT CONNECTION_ID() AS id')) as [Array<{ id: number | string }>];
-  return Number(rows[0].id);
+/** The server's id of `other`'s one connection (it stands for a lost one), and its client end as the server shows it. */
+async function victim(): Promise<{ threadId: number; client: string }> {
+  const [rows] = (await other.raw(
+    'SELECT ID AS id, HOST AS client FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()',
+  )) as [Array<{ id: number | string; client: string }>];
+  return { threadId: Number(rows[0].id), client: rows[0].client };
 }
 const alive = async (threadId: number) => {
   const [rows] = (await db.raw('SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID = ?', [
@@ -40,49 +42,65 @@ const alive = async (threadId: number) => {
   return Number(rows[0].n) === 1;
 };
 
-async function serverName(): Promise<string> {
-  const connection = (await (
-    db.client as { acquireConnection(): Promise<object> }
-  ).acquireConnection()) as object;
+/** Where the service pool's connections are. */
+async function place(): Promise<ConnectionPlace> {
+  const client = db.client as {
+    acquireConnection(): Promise<object>;
+    releaseConnection(c: object): Promise<unknown>;
+  };
+  const connection = await client.acquireConnection();
   try {
-    return serverOf(connection)!;
+    return placeOf(connection)!;
   } finally {
-    await (db.client as { releaseConnection(c: object): Promise<unknown> }).releaseConnection(connection);
+    await client.releaseConnection(connection);
   }
 }
 
-mysqlOnly('each pooled connection knows its server as the server names itself', async (t) => {
-  const [rows] = (await db.raw('SELECT @@hostname AS host, @@port AS port')) as [
-    Array<{ host: string; port: number | string }>,
-  ];
-  t.is(await serverName(), `${rows[0].host}:${rows[0].port}`);
-});
+mysqlOnly(
+  'each pooled connection knows its server as the server names itself, and its own client end',
+  async (t) => {
+    const [rows] = (await db.raw(
+      'SELECT @@hostname AS host, @@port AS port, ' +
+        '(SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()) AS client',
+    )) as [Array<{ host: string; port: number | string; client: string }>];
+    const where = await place();
+    t.is(where.server, `${rows[0].host}:${rows[0].port}`);
+    t.regex(where.client, /^127\.0\.0\.1:\d+$/);
+  },
+);
 
 mysqlOnly(
   'a lost connection on another server, or a pool that does not know its server, sends nothing',
   async (t) => {
-    const threadId = await victimId();
-    t.is(await endServerConnection(db, { threadId, server: 'another-server:3306' }), 'elsewhere');
+    const { threadId, client } = await victim();
+    t.is(await endServerConnection(db, { threadId, client, server: 'another-server:3306' }), 'elsewhere');
     t.true(await alive(threadId));
-    // A pool without the session limits records no server for its connections: it never sends a KILL.
-    const [rows] = (await db.raw('SELECT CONNECTION_ID() AS id')) as [Array<{ id: number | string }>];
-    const bystander = Number(rows[0].id);
-    t.is(await endServerConnection(other, { threadId: bystander, server: await serverName() }), 'elsewhere');
-    t.true(await alive(bystander));
-    t.is(await victimId(), threadId, 'the connection still answers');
+    // A pool without the session limits records no place for its connections: it never sends a KILL.
+    t.is(await endServerConnection(other, { threadId, client, server: (await place()).server }), 'elsewhere');
+    t.true(await alive(threadId));
+  },
+);
+
+mysqlOnly(
+  'an id the server now gives another client (as after a restart) is reported gone and left alone',
+  async (t) => {
+    const { threadId } = await victim();
+    const { server } = await place();
+    t.is(await endServerConnection(db, { threadId, server, client: '127.0.0.1:1' }), 'gone');
+    t.true(await alive(threadId));
+    t.is((await victim()).threadId, threadId, 'the connection still answers');
   },
 );
 
 mysqlOnly('a lost connection on this server is ended; one already gone is reported as gone', async (t) => {
-  const threadId = await victimId();
-  const server = await serverName();
-  t.is(await endServerConnection(db, { threadId, server }), 'ended');
+  const lost = { ...(await victim()), server: (await place()).server };
+  t.is(await endServerConnection(db, lost), 'ended');
   let gone = false;
   for (let i = 0; i < 50 && !gone; i++) {
-    gone = !(await alive(threadId));
+    gone = !(await alive(lost.threadId));
     if (!gone) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   t.true(gone, 'the thread left the process list');
-  t.is(await endServerConnection(db, { threadId, server }), 'gone');
-  t.is(typeof (await victimId()), 'number', 'the other pool replaced its killed connection');
+  t.is(await endServerConnection(db, lost), 'gone');
+  t.not((await victim()).threadId, lost.threadId, 'the other pool replaced its ended connection');
 });
