@@ -9,6 +9,14 @@ import type { DbTimeouts } from './config';
 /** The client-side limit fires after the server-side one, so a live server reports its own timeout. */
 export const CLIENT_QUERY_GRACE_MS = 1_000;
 
+/**
+ * knex gives up on a ROLLBACK after 5 s and releases the connection with the ROLLBACK still pending on it; the next
+ * request given that connection would queue behind it, and mysql2 never answers what is queued on a connection
+ * that is then closed: a hang. A ROLLBACK's own limit stays under knex's, so the connection is given up first.
+ */
+const ROLLBACK_TIMEOUT_MS = 4_000;
+const ROLLBACK = /^\s*ROLLBACK\b/i;
+
 type Callback = (err: (Error & { code?: string }) | null, ...rest: unknown[]) => void;
 
 interface MysqlConnection {
@@ -89,8 +97,11 @@ export async function limitMysqlConnection(
     const done = callback as Callback;
     // Read when the statement is sent: knex may end the transaction (a ROLLBACK it gave up on) before the answer.
     const inTransaction = conn.__knexTxId !== undefined;
+    const sql = (options as { sql?: unknown }).sql;
+    const limit =
+      typeof sql === 'string' && ROLLBACK.test(sql) ? Math.min(timeout, ROLLBACK_TIMEOUT_MS) : timeout;
     return query(
-      { timeout, ...options },
+      { timeout: limit, ...options },
       values,
       (err: (Error & { code?: string; fatal?: boolean }) | null, ...rest: unknown[]) => {
         // mysql2 leaves a timed-out query queued on the connection; a destroyed connection is evicted by
@@ -107,7 +118,7 @@ export async function limitMysqlConnection(
         const lostHere = timedOut || (err?.fatal === true && err.code !== 'PROTOCOL_CONNECTION_LOST');
         if (lostHere && inTransaction && place && typeof conn.threadId === 'number' && !reported.has(conn)) {
           reported.add(conn);
-          const commit = /^\s*COMMIT\b/i.test(String((options as { sql?: unknown }).sql ?? ''));
+          const commit = typeof sql === 'string' && /^\s*COMMIT\b/i.test(sql);
           onGivenUp?.(
             { threadId: conn.threadId, ...place },
             commit ? lockWaitSeconds * 1000 + CLIENT_QUERY_GRACE_MS : 0,
