@@ -69,6 +69,28 @@ const impatientApp = (mode: (typeof modes)[number]) =>
     },
   });
 
+/**
+ * Runs `work` on an impatient app of its own; `silence()` arms the trap: the next packet containing `text` (after
+ * `after`) and everything after it on that connection is dropped both ways and nothing is closed, so the server keeps
+ * the transaction open, with its row locks, until its wait_timeout (hours), unless the service ends that connection
+ * on the server, which the log must then say. The proxy passes again and the app closes afterwards.
+ */
+async function onHalfOpen(
+  t: ExecutionContext,
+  mode: (typeof modes)[number],
+  trap: { text: string; after?: string },
+  work: (app: TestApp, silence: () => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const app = await impatientApp(mode);
+  try {
+    await work(app, () => proxy!.silenceOn(trap.text, { after: trap.after, halfOpen: true }));
+    t.regex(app.logs.text, /Ended a lost connection on the server \(thread \d+\)/);
+  } finally {
+    proxy!.pass();
+    await app.close();
+  }
+}
+
 for (const mode of modes) {
   test.serial(
     `${mode}: a COMMIT applied but unacknowledged answers the truth: 201 with the committed order`,
@@ -177,15 +199,12 @@ for (const mode of modes) {
     `${mode}: a COMMIT lost on a half-open connection (the server never learns of the loss): the check ends that connection on the server; one order, the product not left locked`,
     async (t) => {
       if (DB_KIND !== 'mysql') return t.pass('the half-open connection needs MariaDB');
-      // The COMMIT and everything after it on that connection is dropped both ways and nothing is closed: the server
-      // keeps the transaction open, with its row locks, until its wait_timeout (hours). The first check's locking
-      // read waits for it in vain (1 s); then the service ends that connection on the server, and the next check
-      // finds the transaction rolled back, so the order is decided again.
-      const app = await impatientApp(mode);
-      try {
+      // The first check's locking read waits for the lost transaction in vain (1 s); then the service ends that
+      // connection on the server, and the next check finds the transaction rolled back, so the order is decided again.
+      await onHalfOpen(t, mode, { text: 'COMMIT', after: 'insert into `orders`' }, async (app, silence) => {
         const { buyer, product } = await world(app);
         const p = await product({ stockQuantity: 5 });
-        const silenced = proxy!.silenceOn('COMMIT', { after: 'insert into `orders`', halfOpen: true });
+        const silenced = silence();
         const res = await placeOrder(app, buyer.token, [{ productId: p, quantity: 2 }]);
         await silenced;
         t.is(res.status, 201, res.text);
@@ -198,11 +217,7 @@ for (const mode of modes) {
         const next = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
         t.is(next.status, 201, next.text);
         t.deepEqual(await productRow(app, p), { stock: 2, status: 'ON_SALE', salesCount: 3 });
-        t.regex(app.logs.text, /Ended a lost connection on the server \(thread \d+\)/);
-      } finally {
-        proxy!.pass();
-        await app.close();
-      }
+      });
     },
   );
 }
@@ -212,14 +227,11 @@ for (const mode of modes) {
     `${mode}: a statement unanswered on a half-open connection mid-transaction: 503, and the connection is ended on the server, so the product is not left locked`,
     async (t) => {
       if (DB_KIND !== 'mysql') return t.pass('the half-open connection needs MariaDB');
-      // The INSERT after the stock UPDATE (the product's row is locked by then) and everything after it is dropped
-      // both ways, and nothing is closed: without the end on the server, its transaction and that lock would stay
-      // until the server's wait_timeout (hours), and every later order for the product would meet the lock.
-      const app = await impatientApp(mode);
-      try {
+      // The INSERT after the stock UPDATE is silenced: the product's row is locked by then.
+      await onHalfOpen(t, mode, { text: 'insert into `orders`' }, async (app, silence) => {
         const { buyer, product } = await world(app);
         const p = await product({ stockQuantity: 5 });
-        const silenced = proxy!.silenceOn('insert into `orders`', { halfOpen: true });
+        const silenced = silence();
         const res = await placeOrder(app, buyer.token, [{ productId: p, quantity: 2 }]);
         await silenced;
         t.is(res.status, 503, res.text);
@@ -230,11 +242,7 @@ for (const mode of modes) {
         t.is(next.status, 201, next.text);
         t.deepEqual(await productRow(app, p), { stock: 4, status: 'ON_SALE', salesCount: 1 });
         t.true(await actorAgrees(app, p, 4));
-        t.regex(app.logs.text, /Ended a lost connection on the server \(thread \d+\)/);
-      } finally {
-        proxy!.pass();
-        await app.close();
-      }
+      });
     },
   );
 }
@@ -243,10 +251,8 @@ test.serial(
   "any transaction: a statement unanswered on a half-open connection (a product's creation): 503, and the seller's row is not left locked",
   async (t) => {
     if (DB_KIND !== 'mysql') return t.pass('the half-open connection needs MariaDB');
-    // The creation locks the seller's row (the product quota), then inserts the product: that INSERT and everything
-    // after it is dropped both ways and nothing is closed. The seller's next creation would meet the lock for hours.
-    const app = await impatientApp('actor');
-    try {
+    // The creation locks the seller's row (the product quota), then inserts the product: that INSERT is silenced.
+    await onHalfOpen(t, 'actor', { text: 'insert into `products`' }, async (app, silence) => {
       const { seller } = await world(app);
       const categoryId = await createCategory(app);
       const create = (name: string) =>
@@ -254,7 +260,7 @@ test.serial(
           token: seller.token,
           body: { categoryId, name, price: 10, stockQuantity: 5 },
         });
-      const silenced = proxy!.silenceOn('insert into `products`', { halfOpen: true });
+      const silenced = silence();
       const res = await create('Half-open');
       await silenced;
       t.is(res.status, 503, res.text);
@@ -267,11 +273,7 @@ test.serial(
         ),
         ['After'],
       );
-      t.regex(app.logs.text, /Ended a lost connection on the server \(thread \d+\)/);
-    } finally {
-      proxy!.pass();
-      await app.close();
-    }
+    });
   },
 );
 
