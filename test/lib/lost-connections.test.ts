@@ -5,9 +5,11 @@
 import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { createDb, knexConfig } from '../../lib/db';
-import { endServerConnection } from '../../lib/lost-connections';
+import { endLost, endServerConnection } from '../../lib/lost-connections';
+import { createLogger } from '../../lib/logger';
+import { startTcpProxy } from '../helpers/tcp-proxy';
 import { placeOf, type ConnectionPlace } from '../../lib/db-timeouts';
-import { createTestDatabase, DB_KIND, testConfig, type TestDatabase } from '../helpers/harness';
+import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
 
 const mysqlOnly = DB_KIND === 'mysql' ? test.serial : test.skip;
 
@@ -104,3 +106,41 @@ mysqlOnly('a lost connection on this server is ended; one already gone is report
   t.is(await endServerConnection(db, lost), 'gone');
   t.not((await victim()).threadId, lost.threadId, 'the other pool replaced its ended connection');
 });
+
+mysqlOnly(
+  'a lost connection that cannot be ended yet (the database refuses connections) is ended once it can be',
+  async (t) => {
+    // The service's pool reaches MariaDB through a proxy that refuses every connection for a while.
+    const proxy = await startTcpProxy({
+      host: '127.0.0.1',
+      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+    });
+    const config = testConfig({ ...database.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) });
+    const viaProxy = createDb(config.database, { connectMs: 500, acquireMs: 1000, statementMs: 1000 });
+    const out = new LogCollector();
+    const log = createLogger({ level: 'info', format: 'line', out });
+    try {
+      await viaProxy.raw('SELECT 1'); // a pooled connection that knows where it is
+      const lost = { ...(await victim()), server: (await place()).server };
+      proxy.refuse();
+      proxy.cutAll();
+      t.false(await endLost(viaProxy, lost, log), 'the first try cannot reach the database');
+      t.true(await alive(lost.threadId));
+      setTimeout(() => proxy.pass(), 1_500);
+      let gone = false;
+      for (let i = 0; i < 100 && !gone; i++) {
+        gone = !(await alive(lost.threadId));
+        if (!gone) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      t.true(gone, 'ended by a later try in the background');
+      t.regex(
+        out.text,
+        /A lost connection \(thread \d+\) could not be ended on the server yet; trying again/,
+      );
+      t.regex(out.text, /Ended a lost connection on the server \(thread \d+\)/);
+    } finally {
+      await viaProxy.destroy();
+      await proxy.close();
+    }
+  },
+);
