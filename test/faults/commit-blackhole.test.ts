@@ -11,6 +11,7 @@ import {
   assertNoSecrets,
   onMariaDb,
   SKIPPED_ON_SQLITE,
+  SMALL_DB_TIMEOUTS,
   startBehindProxy,
   taggedOrder,
   type ProxiedService,
@@ -19,13 +20,6 @@ import {
 if (!onMariaDb) {
   test.skip(SKIPPED_ON_SQLITE, () => {});
 } else {
-  // A query waits 2 s at most (statement 1 s + 1 s client grace), a connection 2 s; the defaults are 5 s each.
-  const TIMEOUTS = {
-    INVENTORY_MODE: 'actor',
-    DB_CONNECT_TIMEOUT_MS: '1000',
-    DB_ACQUIRE_TIMEOUT_MS: '2000',
-    DB_STATEMENT_TIMEOUT_MS: '1000',
-  };
   const DARK_MS = 3_000;
   // The lost COMMIT's own wait (2 s), then its outcome check: four tries of up to 2 s each, 250 ms apart, plus the
   // decision again for requests that waited behind the held products, plus scheduling slack on a busy machine.
@@ -34,7 +28,10 @@ if (!onMariaDb) {
   let service: ProxiedService;
 
   test.before(async () => {
-    service = await startBehindProxy({ env: TIMEOUTS, world: { buyers: 8, products: 2, stock: 5_000 } });
+    service = await startBehindProxy({
+      env: { ...SMALL_DB_TIMEOUTS, INVENTORY_MODE: 'actor' },
+      world: { buyers: 8, products: 2, stock: 5_000 },
+    });
   });
   test.after.always(() => service?.close());
 

@@ -10,6 +10,7 @@ import {
   assertNoSecrets,
   onMariaDb,
   SKIPPED_ON_SQLITE,
+  SMALL_DB_TIMEOUTS,
   startBehindProxy,
   taggedOrder,
   type ProxiedService,
@@ -19,12 +20,6 @@ import { assertAcknowledgedExist, assertStockConserved } from '../helpers/books'
 if (!onMariaDb) {
   test.skip(SKIPPED_ON_SQLITE, () => {});
 } else {
-  // Small bounds so the suite is quick; the defaults are 5 s each.
-  const TIMEOUTS = {
-    DB_CONNECT_TIMEOUT_MS: '1000',
-    DB_ACQUIRE_TIMEOUT_MS: '2000',
-    DB_STATEMENT_TIMEOUT_MS: '1000',
-  };
   // connect or acquire (2 s), or a query on a pooled connection (statement 1 s + 1 s client grace), twice
   // at most on one request's path, plus scheduling slack on a busy machine
   const ANSWER_BOUND_MS = 6_000;
@@ -33,7 +28,10 @@ if (!onMariaDb) {
   const acknowledged: number[] = [];
 
   test.before(async () => {
-    service = await startBehindProxy({ env: TIMEOUTS, world: { buyers: 2, products: 2, stock: 100 } });
+    service = await startBehindProxy({
+      env: SMALL_DB_TIMEOUTS,
+      world: { buyers: 2, products: 2, stock: 100 },
+    });
   });
   test.after.always(() => service?.close());
 

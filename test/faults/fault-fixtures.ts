@@ -25,6 +25,16 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 export const onMariaDb = DB_KIND === 'mysql';
 export const SKIPPED_ON_SQLITE = 'fault suite: runs on MariaDB only (TEST_DB=mysql), skipped on SQLite';
 
+/**
+ * Small database bounds so the fault tests are quick (the defaults are 5 s each): a connection 1 s, a pool acquire
+ * 2 s, a statement 1 s on the server and 2 s on the client (+1 s grace).
+ */
+export const SMALL_DB_TIMEOUTS = {
+  DB_CONNECT_TIMEOUT_MS: '1000',
+  DB_ACQUIRE_TIMEOUT_MS: '2000',
+  DB_STATEMENT_TIMEOUT_MS: '1000',
+};
+
 export interface FaultWorld {
   sellers: TestMember[];
   buyers: TestMember[];
