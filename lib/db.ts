@@ -9,7 +9,7 @@ import { Model, snakeCaseMappers, type Pojo } from 'objection';
 import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
 import { limitMysqlConnection, type GivenUp } from './db-timeouts';
-import { endLost } from './lost-connections';
+import { endLostLater } from './lost-connections';
 import { cachePreparedStatements } from './sqlite-statements';
 import type { Logger } from './logger';
 
@@ -113,11 +113,7 @@ export function createDb(database: Config['database'], timeouts?: DbTimeouts, lo
   if (database.client === 'sqlite') fs.mkdirSync(path.dirname(database.filename), { recursive: true });
   const log = logger?.child({ component: 'Database' });
   // A connection given up inside a transaction is ended on the server (lost-connections.ts), after `afterMs`.
-  const onGivenUp: GivenUp | undefined =
-    log &&
-    ((lost, afterMs) => {
-      setTimeout(() => void endLost(db, lost, log), afterMs).unref();
-    });
+  const onGivenUp: GivenUp | undefined = log && ((lost, afterMs) => endLostLater(db, lost, afterMs, log));
   const db = knexFactory(knexConfig(database, timeouts, logger, onGivenUp));
   return db;
 }

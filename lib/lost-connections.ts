@@ -68,8 +68,71 @@ export async function endServerConnection(
 
 /** How long a lost connection that could not be ended yet is tried again (backoff from 1 s to 30 s). */
 const END_LOST_WITHIN_MS = 5 * 60_000;
-/** Lost connections being tried again in the background (`server#threadId`): one loop each. */
-const endingLater = new Set<string>();
+
+/** A lost connection not ended yet: waiting for its first try (`endLostLater`) or for a retry, or being tried. */
+interface Waiting {
+  lost: LostConnection;
+  log: Logger;
+  /** Null while a try runs. */
+  timer: NodeJS.Timeout | null;
+}
+
+/** Per pool, the lost connections it has still to end (`server#threadId`): one entry, one loop each. */
+const waitingByPool = new WeakMap<Knex, Map<string, Waiting>>();
+/** Per pool, the tries under way (the pool's close waits for them). */
+const triesByPool = new WeakMap<Knex, Set<Promise<boolean>>>();
+
+const keyOf = (lost: LostConnection) => `${lost.server}#${lost.threadId}`;
+
+function waitingOf(db: Knex): Map<string, Waiting> {
+  let waiting = waitingByPool.get(db);
+  if (!waiting) waitingByPool.set(db, (waiting = new Map()));
+  return waiting;
+}
+
+/**
+ * One try (`endServerConnection`): true once the server holds the connection no more, or when there is nothing left
+ * to send it with (the pool was closed: the server's own timeouts are left to end it).
+ */
+function tryEnd(db: Knex, lost: LostConnection, log: Logger): Promise<boolean> {
+  if (!(db.client as { pool?: unknown }).pool) return Promise.resolve(true);
+  const attempt = endServerConnection(db, lost).then(
+    (result) => {
+      if (result === 'ended') log.warn(`Ended a lost connection on the server (thread ${lost.threadId})`);
+      return result !== 'elsewhere';
+    },
+    () => false,
+  );
+  let tries = triesByPool.get(db);
+  if (!tries) triesByPool.set(db, (tries = new Set()));
+  const running = tries;
+  running.add(attempt);
+  void attempt.finally(() => running.delete(attempt));
+  return attempt;
+}
+
+/** Runs `next` after `delayMs` unless the pool's close came first (endWaitingLost runs it then). */
+function wait(entry: Waiting, delayMs: number, next: () => void): void {
+  entry.timer = setTimeout(() => {
+    entry.timer = null;
+    next();
+  }, delayMs).unref();
+}
+
+/** Tries again with backoff until the server holds it no more or END_LOST_WITHIN_MS passed; the entry is waiting. */
+function retry(db: Knex, entry: Waiting, started: number, delayMs: number): void {
+  const { lost, log } = entry;
+  wait(entry, delayMs, () => {
+    void tryEnd(db, lost, log).then((done) => {
+      if (waitingByPool.get(db)?.get(keyOf(lost)) !== entry) return; // the pool's close took it over
+      if (done) waitingOf(db).delete(keyOf(lost));
+      else if (Date.now() - started + delayMs > END_LOST_WITHIN_MS) {
+        waitingOf(db).delete(keyOf(lost));
+        log.error(`A lost connection (thread ${lost.threadId}) could not be ended on the server`);
+      } else retry(db, entry, started, Math.min(delayMs * 2, 30_000));
+    });
+  });
+}
 
 /**
  * Ends a lost connection on the server (`endServerConnection`). Resolves true once the server holds it no more;
@@ -77,37 +140,50 @@ const endingLater = new Set<string>();
  * again in the background for up to END_LOST_WITHIN_MS, after which the server's own timeouts are left to end it.
  */
 export async function endLost(db: Knex, lost: LostConnection, log: Logger): Promise<boolean> {
-  const once = async (): Promise<boolean> => {
-    // The pool was closed (the service stops): nothing to send it with; the server's own timeouts are left to end it.
-    if (!(db.client as { pool?: unknown }).pool) return true;
-    try {
-      const result = await endServerConnection(db, lost);
-      if (result === 'ended') log.warn(`Ended a lost connection on the server (thread ${lost.threadId})`);
-      return result !== 'elsewhere';
-    } catch {
-      return false;
-    }
-  };
-  if (await once()) return true;
-  const key = `${lost.server}#${lost.threadId}`;
-  if (!endingLater.has(key)) {
-    endingLater.add(key);
+  if (await tryEnd(db, lost, log)) return true;
+  const waiting = waitingOf(db);
+  if (!waiting.has(keyOf(lost))) {
     log.warn(
       `A lost connection (thread ${lost.threadId}) could not be ended on the server yet; trying again`,
     );
-    const started = Date.now();
-    const later = (delayMs: number) => {
-      setTimeout(() => {
-        void once().then((done) => {
-          if (done) endingLater.delete(key);
-          else if (Date.now() - started + delayMs > END_LOST_WITHIN_MS) {
-            endingLater.delete(key);
-            log.error(`A lost connection (thread ${lost.threadId}) could not be ended on the server`);
-          } else later(Math.min(delayMs * 2, 30_000));
-        });
-      }, delayMs).unref();
-    };
-    later(1_000);
+    const entry: Waiting = { lost, log, timer: null };
+    waiting.set(keyOf(lost), entry);
+    retry(db, entry, Date.now(), 1_000);
   }
   return false;
+}
+
+/** Ends a lost connection on the server `afterMs` from now (endLost), or at the pool's close if that comes first. */
+export function endLostLater(db: Knex, lost: LostConnection, afterMs: number, log: Logger): void {
+  const waiting = waitingOf(db);
+  if (waiting.has(keyOf(lost))) return;
+  const entry: Waiting = { lost, log, timer: null };
+  waiting.set(keyOf(lost), entry);
+  wait(entry, afterMs, () => {
+    waiting.delete(keyOf(lost));
+    void endLost(db, lost, log);
+  });
+}
+
+/**
+ * Before a pool closes (the service stops): every lost connection it has still to end is tried once now, without
+ * waiting out its delay or backoff, and the tries under way are awaited. Safe by then: the requests are answered,
+ * so no lost COMMIT's outcome is being checked (a COMMIT's delay only lets such a check see it land first). What
+ * still cannot be ended is logged and left to the server's own timeouts. Each try is bounded by the pool's timeouts.
+ */
+export async function endWaitingLost(db: Knex): Promise<void> {
+  const waiting = waitingByPool.get(db);
+  waitingByPool.delete(db);
+  const tries = [...(triesByPool.get(db) ?? [])];
+  for (const { lost, log, timer } of waiting?.values() ?? []) {
+    if (!timer) continue; // being tried: among `tries`
+    clearTimeout(timer);
+    tries.push(
+      tryEnd(db, lost, log).then((done) => {
+        if (!done) log.error(`A lost connection (thread ${lost.threadId}) could not be ended on the server`);
+        return done;
+      }),
+    );
+  }
+  await Promise.all(tries);
 }

@@ -7,6 +7,7 @@ import { createApp, type AppBundle } from './app';
 import { createCluster, type Cluster } from './cluster/cluster';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
+import { endWaitingLost } from './lost-connections';
 import { createGracefulServer } from './graceful-server';
 import { answerClientErrors } from './http/client-error';
 import { startWalCheckpoints } from './wal-checkpoints';
@@ -93,6 +94,7 @@ export async function startService(
   const walCheckpoints = await startWalCheckpoints(config.database, logger, options.walCheckpointWorker);
   const db = createDb(walCheckpoints?.database ?? config.database, config.dbTimeouts, logger);
   const closeDb = async () => {
+    await endWaitingLost(db);
     await db.destroy();
     await walCheckpoints?.stop();
   };

@@ -5,11 +5,18 @@
 import test from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { createDb, knexConfig } from '../../lib/db';
-import { endLost, endServerConnection } from '../../lib/lost-connections';
+import { endLost, endLostLater, endServerConnection, endWaitingLost } from '../../lib/lost-connections';
 import { createLogger } from '../../lib/logger';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { placeOf, type ConnectionPlace } from '../../lib/db-timeouts';
-import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
+import {
+  createTestDatabase,
+  DB_KIND,
+  LogCollector,
+  startTestApp,
+  testConfig,
+  type TestDatabase,
+} from '../helpers/harness';
 
 const mysqlOnly = DB_KIND === 'mysql' ? test.serial : test.skip;
 
@@ -43,6 +50,15 @@ const alive = async (threadId: number) => {
   ])) as [Array<{ n: number | string }>];
   return Number(rows[0].n) === 1;
 };
+
+/** Whether the thread leaves the process list within `withinMs` (a KILL's thread may linger for a moment). */
+async function leaves(threadId: number, withinMs = 2000): Promise<boolean> {
+  for (const deadline = Date.now() + withinMs; Date.now() < deadline;) {
+    if (!(await alive(threadId))) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return !(await alive(threadId));
+}
 
 /** Where the service pool's connections are. */
 async function place(): Promise<ConnectionPlace> {
@@ -138,6 +154,56 @@ mysqlOnly(
         /A lost connection \(thread \d+\) could not be ended on the server yet; trying again/,
       );
       t.regex(out.text, /Ended a lost connection on the server \(thread \d+\)/);
+    } finally {
+      await viaProxy.destroy();
+      await proxy.close();
+    }
+  },
+);
+
+mysqlOnly(
+  'a lost connection still waiting for its end is ended when the service stops, not dropped with the pool',
+  async (t) => {
+    const app = await startTestApp({ database, logLevel: 'warn' });
+    const lost = { ...(await victim()), server: (await place()).server };
+    // What the query wrapper does after an unanswered COMMIT: the end waits (here far longer than the test).
+    endLostLater(app.db, lost, 60_000, app.logger);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    t.true(await alive(lost.threadId), 'still waiting');
+    await app.close();
+    t.regex(app.logs.text, new RegExp(`Ended a lost connection on the server \\(thread ${lost.threadId}\\)`));
+    t.true(await leaves(lost.threadId));
+  },
+);
+
+mysqlOnly(
+  "a lost connection waiting for a retry's backoff is tried at once when its pool closes",
+  async (t) => {
+    const proxy = await startTcpProxy({
+      host: '127.0.0.1',
+      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+    });
+    const config = testConfig({ ...database.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) });
+    const viaProxy = createDb(config.database, { connectMs: 500, acquireMs: 1000, statementMs: 1000 });
+    const out = new LogCollector();
+    const log = createLogger({ level: 'info', format: 'line', out });
+    try {
+      await viaProxy.raw('SELECT 1');
+      const lost = { ...(await victim()), server: (await place()).server };
+      proxy.refuse();
+      proxy.cutAll();
+      t.false(await endLost(viaProxy, lost, log), 'the first try cannot reach the database');
+      proxy.pass();
+      // The next background try is 1 s away; closing comes first and does not wait for it.
+      const started = Date.now();
+      await endWaitingLost(viaProxy);
+      t.true(Date.now() - started < 900, `closing took ${Date.now() - started} ms`);
+      t.regex(out.text, new RegExp(`Ended a lost connection on the server \\(thread ${lost.threadId}\\)`));
+      t.true(await leaves(lost.threadId));
+      // Closed, the pool has nothing left to end: its background try finds nothing to do.
+      await viaProxy.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      t.is(out.text.match(/Ended a lost connection/g)?.length, 1);
     } finally {
       await viaProxy.destroy();
       await proxy.close();
