@@ -60,6 +60,14 @@ export function placeOf(conn: object): ConnectionPlace | undefined {
   return places.get(conn);
 }
 
+/** What a statement queued behind one that got no answer fails with (mysql2's error for a closed connection). */
+function closedError(): Error {
+  return Object.assign(
+    new Error("Can't run the statement: its connection was closed after an earlier statement got no answer"),
+    { fatal: true },
+  );
+}
+
 /** Connections already reported given up (a timed-out statement, then knex's ROLLBACK on the closed connection). */
 const reported = new WeakSet<object>();
 
@@ -90,11 +98,23 @@ export async function limitMysqlConnection(
 
   const timeout = timeouts.statementMs + CLIENT_QUERY_GRACE_MS;
   const query = conn.query.bind(conn);
+  /** The statements sent on this connection and not answered yet: each one's way to fail it. */
+  const unanswered = new Set<() => void>();
   conn.query = (options: unknown, values?: unknown, callback?: unknown) => {
     if (typeof options !== 'object' || options === null || typeof callback !== 'function') {
       return query(options, values, callback);
     }
-    const done = callback as Callback;
+    let answered = false;
+    const done: Callback = (err, ...rest) => {
+      unanswered.delete(fail);
+      if (answered) return;
+      answered = true;
+      (callback as Callback)(err, ...rest);
+    };
+    // mysql2 never answers the statements queued behind one it timed out once the connection is closed: they fail
+    // here instead, as a query on a closed connection does (a database-unavailable error, db-errors.ts).
+    const fail = () => done(closedError());
+    unanswered.add(fail);
     // Read when the statement is sent: knex may end the transaction (a ROLLBACK it gave up on) before the answer.
     const inTransaction = conn.__knexTxId !== undefined;
     const sql = (options as { sql?: unknown }).sql;
@@ -109,7 +129,10 @@ export async function limitMysqlConnection(
         // close, unless a COMMIT still on the wire reaches it first (commit-outcome.ts's check waits for that
         // transaction's end).
         const timedOut = err?.code === 'PROTOCOL_SEQUENCE_TIMEOUT';
-        if (timedOut) conn.destroy();
+        if (timedOut) {
+          conn.destroy();
+          for (const queued of [...unanswered]) if (queued !== fail) queued();
+        }
         // A server that never learns of it (a half-open connection) would keep the transaction and its row locks
         // for hours: it is ended there. Not when the server closed the connection itself (it knows); after an
         // unanswered COMMIT only a lock wait plus the grace later, so that the outcome check sees a COMMIT still on
