@@ -162,11 +162,12 @@ export function createServices(deps: Deps) {
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
-      // Hands this instance's shards over first (answers under way go out), then flushes what is left here.
+      // A sweep in progress finishes first: it still needs the inventory and the pool, and the cluster to
+      // announce what it gave back.
+      await orderExpiry?.stop();
+      // Hands this instance's shards over (answers under way go out), then flushes what is left here.
       await deps.cluster?.close();
       leaveEvents?.();
-      // A sweep in progress finishes first: it still needs the inventory and the pool.
-      await orderExpiry?.stop();
       await inventory.stop();
       await dispatcher.stop();
       rateLimits.stop();

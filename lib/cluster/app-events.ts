@@ -1,8 +1,10 @@
 // The app's change events across the cluster: what this instance's areas announce on the in-process bus
 // (lib/events.ts) is published on NATS, and what other instances publish is emitted here with origin `remote`,
 // so every instance drops its cached copies (detail, popular, count, categories) and its actors re-read. A
-// reconnect to NATS means events may have been missed: every cache is dropped (`cachesStale`). The caches'
-// TTLs remain the last-resort bound when NATS itself loses a message.
+// reconnect to NATS means events may have been missed, both ways: the instance that reconnects drops every cache
+// (`cachesStale`) and tells the others to do the same (what it published while away was dropped, and they may
+// never have lost their own connection). The caches' TTLs remain the last-resort bound when NATS itself loses a
+// message.
 import { PRODUCT_CHANGE_SCOPES, type EventBus, type ProductChangeScope } from '../events';
 import type { Cluster } from './cluster';
 
@@ -63,7 +65,15 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
     await cluster.subscribe('categoriesChanged', async ({ own }) => {
       if (!own) await bus.emit('categoriesChanged', { remote: true });
     }),
-    cluster.onReconnected(() => bus.emit('cachesStale')),
+    await cluster.subscribe('cachesStale', async ({ own }) => {
+      if (!own) await bus.emit('cachesStale');
+    }),
+    // This instance's announcements made while it was away were dropped (the client discards what it buffered),
+    // and instances that stayed connected would not know: they are told to drop everything too.
+    cluster.onReconnected(() => {
+      cluster.publish('cachesStale', {});
+      return bus.emit('cachesStale');
+    }),
   ];
   return () => {
     for (const off of offs) off();

@@ -29,11 +29,21 @@ export function createClusterEvents(deps: {
   };
 
   return {
+    /**
+     * Publishes an event; never throws. While disconnected the client buffers it (and drops it on reconnecting:
+     * the reconnect's `cachesStale` covers that); once the connection is closing (the instance leaves) it is
+     * logged and dropped, so a change committed late in a shutdown cannot crash the process.
+     */
     publish(name: string, payload: unknown): void {
-      deps.nc.publish(
-        subject(name),
-        JSON.stringify({ name, payload, origin: deps.instanceId, at: new Date().toISOString() }),
-      );
+      const to = subject(name);
+      try {
+        deps.nc.publish(
+          to,
+          JSON.stringify({ name, payload, origin: deps.instanceId, at: new Date().toISOString() }),
+        );
+      } catch (err) {
+        log.warn({ err }, `A ${name} event could not be published`);
+      }
     },
 
     /**
