@@ -48,14 +48,10 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
             409,
             "INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After), ORDER_LIMIT_EXCEEDED (an operator cap, off by default, naming the limit: pending orders per buyer, or units of one product in the buyer's PENDING and CONFIRMED orders)",
           ],
-          [
-            503,
-            'COMMIT_OUTCOME_UNKNOWN: the connection was lost during COMMIT and the outcome could not be checked; retry with the same Idempotency-Key (Retry-After)',
-          ],
           415,
           [
             503,
-            'SERVICE_UNAVAILABLE: the product is contended right now, or the first request with this Idempotency-Key is still running; retry after Retry-After seconds',
+            "SERVICE_UNAVAILABLE (the database is unavailable or too slow, the product's stock is changing too fast, or with several instances the product's shard has no reachable owner right now) or COMMIT_OUTCOME_UNKNOWN (the COMMIT's outcome could not be checked, or the owning instance did not answer in time: the order may exist); retry after Retry-After seconds with the same Idempotency-Key",
           ],
         ),
       },

@@ -197,6 +197,8 @@ export function errorResponses(...statuses: Array<number | [number, string]>): R
     const [status, description] = Array.isArray(entry)
       ? entry
       : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
+    // One description per status: a second one would silently replace the first in the served document.
+    if (out[status]) throw new Error(`errorResponses: status ${status} is listed twice`);
     out[status] = { description, schema: errorShape };
     if (status === 429 || status === 503) out[status].headers = RETRY_AFTER;
   }

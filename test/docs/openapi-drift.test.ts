@@ -6,7 +6,7 @@ import { ERROR_CODES } from '../../lib/errors';
 import { buildOpenApiDocument, TAGS, type OpenApiDocument } from '../../lib/openapi/openapi-document';
 import { expandOptionalGroups, toOpenApiPath } from '../../lib/openapi/openapi-paths';
 import { ComponentRegistry, yupToJsonSchema } from '../../lib/openapi/yup-json-schema';
-import { mountRoutes, type JsonSchema, type RouteDef } from '../../lib/http/route';
+import { errorResponses, mountRoutes, type JsonSchema, type RouteDef } from '../../lib/http/route';
 import { createContract } from '../helpers/contract';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
@@ -269,4 +269,16 @@ test('the document is well-formed: unique operationIds, every $ref resolves, eve
       }
     }
   }
+});
+
+test("POST /orders documents each of its 503 codes in its one 503 response; a status listed twice is refused", (t) => {
+  const responses = doc.paths['/api/v1/orders'].post!.responses as Record<string, { description: string }>;
+  t.regex(responses['503'].description, /SERVICE_UNAVAILABLE/);
+  t.regex(responses['503'].description, /COMMIT_OUTCOME_UNKNOWN/);
+  t.regex(responses['409'].description, /IDEMPOTENCY_KEY_IN_PROGRESS/);
+  t.notRegex(responses['503'].description, /Idempotency-Key is still running/);
+  // The second description of a status would silently replace the first in the served document.
+  t.throws(() => errorResponses([503, 'one'], 415, [503, 'another']), {
+    message: 'errorResponses: status 503 is listed twice',
+  });
 });
