@@ -10,11 +10,13 @@
 // and answers each in one reply, in order. The owner map may be stale: the owner refuses (runs nothing for)
 // an item of a shard it does not own, marked `moved`, and a whole message nobody answers ("no responders": the
 // instance is gone) ran nowhere; the caller sends those items again on their shard's subject, where today's
-// rules apply, so no request is lost or run twice. JSON envelopes both ways; an AppError travels as
-// status/code/message and is rebuilt as the same class, per request. Whatever keeps a request from its owner
-// (no owner: "no responders" on the shard's subject, a timeout, an instance that just lost the shard) is a 503
-// SERVICE_UNAVAILABLE with Retry-After, never a hang and never a 500; a timeout (the owner got it, it may have
-// run) is an OwnerDidNotAnswerError.
+// rules apply, so no request is lost or run twice. On a shard's subject, an instance that just lost the shard
+// refuses the request as `moved` too (its subscription drains, so a request routed to it before the server
+// learned of its UNSUB is answered, not dropped), and the caller asks again, as it does when no one answers,
+// for up to a balancing round. JSON envelopes both ways; an AppError travels as status/code/message and is
+// rebuilt as the same class, per request. Whatever keeps a request from its owner beyond that (no owner, a
+// timeout, a shard still moving) is a 503 SERVICE_UNAVAILABLE with Retry-After, never a hang and never a 500; a
+// timeout (the owner got it, it may have run) is an OwnerDidNotAnswerError.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { toClientError } from '../db-errors';
 import { AppError, ServiceUnavailableError } from '../errors';
@@ -48,9 +50,12 @@ interface OwnerEnvelope {
 /** `moved`: refused before running, the shard is not the answering instance's (only on an owner's subject). */
 type ItemReply = { ok: true; value: unknown } | { ok: false; error: WireError; moved?: true };
 
-/** Either one answer per item, in the batch's order, or one error for the whole batch (nothing ran). */
+/**
+ * Either one answer per item, in the batch's order, or one error for the whole batch (nothing ran); `moved`: the
+ * answering instance does not own the shard (any more), so another may.
+ */
 type BatchReply<V extends 2 | 3 = 2> =
-  { v: V; ok: true; items: ItemReply[] } | { v: V; ok: false; error: WireError };
+  { v: V; ok: true; items: ItemReply[] } | { v: V; ok: false; error: WireError; moved?: true };
 
 /** A forwarded request waiting for its batch to go out (or for its answer). */
 interface Queued {
@@ -139,7 +144,15 @@ export function createForwarder(deps: ForwarderDeps) {
   async function answer(shard: number, msg: Msg): Promise<void> {
     let reply: BatchReply;
     try {
-      if (!deps.owns(shard) || !handler) throw unavailable(`Shard ${shard} is moving`);
+      if (!deps.owns(shard) || !handler) {
+        // Lost or released while the request was on its way (the subscription drains): nothing runs.
+        const moving = toWireError(unavailable(`Shard ${shard} is moving`));
+        if (
+          !msg.respond(JSON.stringify({ v: 2, ok: false, moved: true, error: moving } satisfies BatchReply))
+        )
+          log.warn(`Request for shard ${shard} had no reply subject`);
+        return;
+      }
       const run = handler;
       const request = msg.json<BatchEnvelope>();
       if (request.v !== 2 || !Array.isArray(request.items)) {
@@ -240,22 +253,30 @@ export function createForwarder(deps: ForwarderDeps) {
     let reply: BatchReply;
     // A shard handed over on a join or a graceful leave is unowned for at most a balancing round: ask again
     // for that long before answering 503 (an owner that died leaves it unowned for the lease TTL).
+    // An instance that just lost the shard refuses it as `moved` (nothing ran): asked again the same way.
     const handoverDeadline = Date.now() + deps.handoverWaitMs;
+    /** Waits a moment for the shard's next owner: true when that is this instance (the batch then ran here). */
+    const awaitNextOwner = async (): Promise<boolean> => {
+      await new Promise((resolve) => setTimeout(resolve, HANDOVER_POLL_MS));
+      if (!deps.owns(shard) || !handler) return false;
+      for (const item of batch)
+        runInPlace(shard, item.productId, item.payload).then(item.resolve, item.reject);
+      return true;
+    };
     for (;;) {
       try {
         const msg = await nc.request(subject(shard), body, { timeout: deps.requestTimeoutMs });
         reply = msg.json<BatchReply>();
+        if (!reply.ok && reply.moved && Date.now() < handoverDeadline) {
+          if (await awaitNextOwner()) return;
+          continue;
+        }
         break;
       } catch (err) {
         const why = (err as Error).message ?? String(err);
         const noOwner = /no responders/i.test(why);
         if (noOwner && Date.now() < handoverDeadline) {
-          await new Promise((resolve) => setTimeout(resolve, HANDOVER_POLL_MS));
-          if (deps.owns(shard) && handler) {
-            for (const item of batch)
-              runInPlace(shard, item.productId, item.payload).then(item.resolve, item.reject);
-            return;
-          }
+          if (await awaitNextOwner()) return;
           continue;
         }
         const products = batch.map((item) => item.productId).join(', ');
@@ -383,6 +404,24 @@ export function createForwarder(deps: ForwarderDeps) {
     if (moved.length > 0) sendPerShard(moved);
   }
 
+  /**
+   * Stops answering a shard's subject. Drained, not just unsubscribed: the server may have routed a request here
+   * before it learned of the UNSUB, and a subscription dropped at once on this side would ignore it, leaving its
+   * caller to time out on a request that never ran. Drained, it is refused as `moved` (the shard is no longer
+   * owned) and asked again. Bounded: while NATS is away nothing more can arrive, and a drain waits for the server.
+   */
+  async function stopServing(subscription: Subscription): Promise<void> {
+    if (deps.connected()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        subscription.drain().catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, deps.requestTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    if (!subscription.isClosed()) subscription.unsubscribe();
+  }
+
   /** Forwarded requests of this turn; sent together once the turn's I/O callbacks ran. */
   let queued: Queued[] = [];
   let flushing: NodeJS.Immediate | null = null;
@@ -457,8 +496,9 @@ export function createForwarder(deps: ForwarderDeps) {
      * under way went out, so a released shard's key is deleted only after its last answer.
      */
     async close(shard: number): Promise<void> {
-      subscriptions.get(shard)?.unsubscribe();
+      const subscription = subscriptions.get(shard);
       subscriptions.delete(shard);
+      if (subscription) await stopServing(subscription);
       const pending = inFlight.get(shard);
       while (pending && pending.size > 0) await Promise.allSettled([...pending]);
     },

@@ -20,6 +20,7 @@ import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
 import { liveKeys } from '../../lib/cluster/lease-table';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { request as httpRequest } from '../helpers/harness';
+import { startTcpProxy } from '../helpers/tcp-proxy';
 import {
   cleanup,
   exactlyOnce,
@@ -262,6 +263,75 @@ natsTest('a request reaching an instance that just lost the shard is answered 50
   }
 });
 
+natsTest(
+  "a request the server routed to a shard's former owner before its UNSUB arrived is refused as moved and asked again, not dropped",
+  async (t) => {
+    const prefix = uniquePrefix('drain');
+    const nats = new URL(NATS_URL);
+    // The former owner reaches NATS through a proxy that holds its UNSUB back (and, as TCP keeps order, what it
+    // sends after it): for that long the server still routes the shard's requests to it, while it no longer owns
+    // the shard.
+    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+    const connections: NatsConnection[] = [];
+    t.teardown(async () => {
+      await Promise.all(connections.map((nc) => nc.close()));
+      await proxy.close();
+    });
+    connections.push(await connect({ servers: `nats://127.0.0.1:${proxy.port}` }));
+    for (let i = 0; i < 2; i++) connections.push(await connect({ servers: NATS_URL }));
+    const common = {
+      prefix,
+      requestTimeoutMs: 3000,
+      handoverWaitMs: 1000,
+      retryAfterSeconds: 4,
+      shardOf: (id: number) => id % 64,
+      logger: quietLogger(),
+      connected: () => true,
+    };
+    const owned = { former: true, next: false };
+    const ran = { former: 0, next: 0 };
+    const former = createForwarder({
+      ...common,
+      nc: connections[0],
+      instanceId: 'former',
+      owns: () => owned.former,
+    });
+    former.serve(async () => ++ran.former);
+    const next = createForwarder({
+      ...common,
+      nc: connections[1],
+      instanceId: 'next',
+      owns: () => owned.next,
+    });
+    next.serve(async () => ++ran.next);
+    const caller = createForwarder({
+      ...common,
+      nc: connections[2],
+      instanceId: 'caller',
+      owns: () => false,
+    });
+    await former.open(3);
+    t.is(await caller.request(productIn(3), {}), 1);
+
+    const held = proxy.delayOn('UNSUB', { delayMs: 400 });
+    owned.former = false;
+    const closing = former.close(3);
+    // The next owner takes the shard a moment later (its lease was claimed; its subscription opens).
+    setTimeout(() => {
+      owned.next = true;
+      void next.open(3);
+    }, 100);
+    const started = Date.now();
+    t.is(await caller.request(productIn(3), {}), 1, 'run once, by the next owner');
+    const took = Date.now() - started;
+    t.true(took < 1000, `answered after ${took} ms`);
+    t.deepEqual(ran, { former: 1, next: 1 });
+    await held;
+    await closing;
+    await next.close(3);
+  },
+);
+
 /** An owner and a caller forwarder on their own connections, plus a plain (non-queue) spy on shard 3's subject. */
 async function forwarderPair(
   t: ExecutionContext,
@@ -373,8 +443,11 @@ natsTest(
     state.owned = false;
     const moved = await Promise.allSettled(ids.map((id) => caller.request(id, {})));
     await spy.flush();
-    t.is(messages.length, 1);
+    // One message, asked again while a new owner may come (the handover wait), all refused as moved.
+    t.true(messages.length >= 1);
+    t.true(messages.every((message) => message.items.length === 3));
     t.is(ran, 0);
+    const asked = messages.length;
     for (const result of moved) {
       t.is(result.status, 'rejected');
       const error = (result as PromiseRejectedResult).reason as ServiceUnavailableError;
@@ -392,7 +465,7 @@ natsTest(
     const elapsed = Date.now() - started;
     t.true(elapsed >= 250 && elapsed < 900, `answered in ${elapsed} ms`);
     await spy.flush();
-    t.is(messages.length, 2);
+    t.is(messages.length, asked + 1);
     t.is(ran, 3, 'the owner got all three (they may have run)');
     for (const result of silent) {
       t.is(result.status, 'rejected');
