@@ -28,9 +28,18 @@ export interface OrderLifecycleContext {
   changedBy: number | null;
 }
 
+/** Who is told of a status change (an `OrderStatusChanged` notification): the order's buyer, its sellers. */
+export type Notified = 'BUYER' | 'SELLERS';
+
 export interface TransitionMeta {
   role: OrderRole | 'SYSTEM';
   description: string;
+  /**
+   * Who the change notifies. The spec's events: a seller's status update tells the buyer ("shipping status
+   * changed"); nothing else is emitted, so the buyer's own cancellation tells no one. The expiry sweep (an operator's
+   * option, off by default) tells the buyer and the sellers, as neither asked for it.
+   */
+  notifies: readonly Notified[];
 }
 
 /** The buyer's cancellation, the same from PENDING and from CONFIRMED. */
@@ -41,6 +50,7 @@ const cancelByBuyer = {
   meta: {
     role: 'BUYER',
     description: 'Buyer cancels; stock and salesCount are restored',
+    notifies: [],
   } satisfies TransitionMeta,
 } as const;
 
@@ -70,7 +80,11 @@ export const orderLifecycleMachine = setup({
           target: 'CONFIRMED',
           guard: 'bySeller',
           actions: 'recordChangedBy',
-          meta: { role: 'SELLER', description: 'Seller confirms the order' } satisfies TransitionMeta,
+          meta: {
+            role: 'SELLER',
+            description: 'Seller confirms the order',
+            notifies: ['BUYER'],
+          } satisfies TransitionMeta,
         },
         CANCEL: cancelByBuyer,
         EXPIRE: {
@@ -81,6 +95,7 @@ export const orderLifecycleMachine = setup({
             role: 'SYSTEM',
             description:
               'Unconfirmed past ORDER_PENDING_EXPIRY_SECONDS (when set); stock is restored, buyer and sellers notified',
+            notifies: ['BUYER', 'SELLERS'],
           } satisfies TransitionMeta,
         },
       },
@@ -92,7 +107,11 @@ export const orderLifecycleMachine = setup({
           target: 'SHIPPED',
           guard: 'bySeller',
           actions: 'recordChangedBy',
-          meta: { role: 'SELLER', description: 'Seller ships the order' } satisfies TransitionMeta,
+          meta: {
+            role: 'SELLER',
+            description: 'Seller ships the order',
+            notifies: ['BUYER'],
+          } satisfies TransitionMeta,
         },
         CANCEL: cancelByBuyer,
       },
@@ -104,7 +123,11 @@ export const orderLifecycleMachine = setup({
           target: 'DELIVERED',
           guard: 'bySeller',
           actions: 'recordChangedBy',
-          meta: { role: 'SELLER', description: 'Seller marks the order delivered' } satisfies TransitionMeta,
+          meta: {
+            role: 'SELLER',
+            description: 'Seller marks the order delivered',
+            notifies: ['BUYER'],
+          } satisfies TransitionMeta,
         },
       },
     },
@@ -128,6 +151,18 @@ export const SELLER_EVENT_FOR_TARGET: Partial<Record<OrderStatus, SellerEvent>> 
     .filter((transition) => transition.meta?.role === 'SELLER')
     .map((transition) => [transition.to, transition.event]),
 );
+
+const NOTIFIED = new Map(
+  walk.transitions.map((transition) => [
+    `${transition.from} ${transition.event}`,
+    transition.meta?.notifies ?? [],
+  ]),
+);
+
+/** Who the transition taken by `event` from `from` notifies (its meta's `notifies`). */
+export function notifiedOn(from: OrderStatus, event: OrderLifecycleEvent['type']): readonly Notified[] {
+  return NOTIFIED.get(`${from} ${event}`) ?? [];
+}
 
 /** A machine snapshot for an order whose persisted status is `status`. */
 export function snapshotFor(status: OrderStatus, changedBy: number | null = null) {

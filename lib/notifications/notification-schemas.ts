@@ -33,7 +33,7 @@ export const orderStatusChangedPayloadShape = yup
   .meta({
     component: 'OrderStatusChanged',
     description:
-      'To the buyer, on every status change of their order (a cancellation included); to its sellers too when the system cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS)',
+      "To the buyer, when a seller moves their order a step (the spec's shipping status change); not on the buyer's own cancellation, which emits no event. To the buyer and the order's sellers when the system cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS, off by default)",
     example: { buyerId: 3, orderId: 1, orderNumber: ORDER_NUMBER_EXAMPLE, from: 'PENDING', to: 'CONFIRMED' },
   });
 export type OrderStatusChangedPayload = yup.InferType<typeof orderStatusChangedPayloadShape>;

@@ -19,7 +19,12 @@ import type { DecidedLine } from '../inventory/inventory';
 import { writeOutbox } from '../notifications/outbox';
 import { currentRequestId } from '../request-context';
 import type { StockChange } from '../../actors/stock-rules';
-import { nextStatus, ORDER_STATUSES, type OrderStatus } from '../../actors/order-lifecycle-machine';
+import {
+  nextStatus,
+  ORDER_STATUSES,
+  type Notified,
+  type OrderStatus,
+} from '../../actors/order-lifecycle-machine';
 import { Order } from './order-model';
 import { newOrderNumber } from './order-number';
 import { orderJson, type OrderJson, type ShippingAddress } from './order-json';
@@ -89,6 +94,26 @@ async function statusChangeExists(
   return Boolean(await outcomeRead(db, history).first('id'));
 }
 
+/** The outbox rows telling each seller with items in the order of its status change. */
+async function notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: OrderStatus, now: Date) {
+  const sellers = (await trx('order_items')
+    .where('order_id', order.id)
+    .distinct('seller_id')
+    .orderBy('seller_id')) as Array<{ seller_id: number }>;
+  await writeOutbox(
+    trx,
+    sellers.map(({ seller_id: sellerId }) => statusChanged(order, from, to, Number(sellerId))),
+    now,
+  );
+}
+
+/** A status change's author, whom it notifies (the transition's meta) and work in its transaction. */
+export interface StatusChange {
+  changedBy: number | null;
+  notifies: readonly Notified[];
+  extra?: (trx: Trx, now: Date) => Promise<void>;
+}
+
 export function createOrderRepository(db: Db, logger: Logger) {
   /**
    * One compare-and-set from `from` to `to`: true when this call made the change. A COMMIT lost on the way is
@@ -99,9 +124,9 @@ export function createOrderRepository(db: Db, logger: Logger) {
     order: OrderHead,
     from: OrderStatus,
     to: OrderStatus,
-    changedBy: number | null,
-    extra?: (trx: Trx, now: Date) => Promise<void>,
+    change: StatusChange,
   ): Promise<boolean> {
+    const { changedBy, notifies, extra } = change;
     const outcome = {
       db,
       logger,
@@ -127,7 +152,9 @@ export function createOrderRepository(db: Db, logger: Logger) {
           changed_by: changedBy,
           changed_at: now,
         });
-        await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
+        if (notifies.includes('BUYER'))
+          await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
+        if (notifies.includes('SELLERS')) await notifySellers(trx, order, from, to, now);
         if (extra) await extra(trx, now);
         return now;
       });
@@ -178,22 +205,6 @@ export function createOrderRepository(db: Db, logger: Logger) {
         .select('id', 'buyer_id', 'status', 'order_number')) as OrderHead[];
     },
 
-    /**
-     * Inside a status change's transaction: the same OrderStatusChanged event as the buyer's, to every seller
-     * with items in the order (the buyer's row is written by the compare-and-set itself).
-     */
-    async notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: OrderStatus, now: Date) {
-      const sellers = (await trx('order_items')
-        .where('order_id', order.id)
-        .distinct('seller_id')
-        .orderBy('seller_id')) as Array<{ seller_id: number }>;
-      await writeOutbox(
-        trx,
-        sellers.map(({ seller_id: sellerId }) => statusChanged(order, from, to, Number(sellerId))),
-        now,
-      );
-    },
-
     /** A page of the buyer's order ids, newest first. */
     pageOfBuyer(buyerId: number, request: PageRequest & { status?: string }) {
       const query = db('orders').where('buyer_id', buyerId).orderBy('id', 'desc').select('id');
@@ -217,22 +228,18 @@ export function createOrderRepository(db: Db, logger: Logger) {
     },
 
     /**
-     * Moves an order from `from` to `to` if it is still `from` (compare-and-set), with its history and
-     * outbox rows and `extra` work, in one transaction. False when another request changed it first.
+     * Moves an order from `from` to `to` if it is still `from` (compare-and-set), with its history row, the
+     * outbox rows of whom it notifies and `extra` work, in one transaction. False when another request changed
+     * it first.
      */
     async compareAndSet(
       order: OrderHead,
       from: OrderStatus,
       to: OrderStatus,
-      changedBy: number | null,
-      extra?: (trx: Trx, now: Date) => Promise<void>,
+      change: StatusChange,
     ): Promise<boolean> {
       // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
-      return retryDeadlocks(
-        () => casTransaction(order, from, to, changedBy, extra),
-        MAX_DEADLOCK_ATTEMPTS,
-        isDeadlock,
-      );
+      return retryDeadlocks(() => casTransaction(order, from, to, change), MAX_DEADLOCK_ATTEMPTS, isDeadlock);
     },
   };
 }

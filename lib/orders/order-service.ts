@@ -10,7 +10,12 @@ import { mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 import type { Inventory, StockWriter } from '../inventory/inventory';
 import { currentRequestId } from '../request-context';
 import { totalsByProduct } from '../../actors/stock-rules';
-import { nextStatus, SELLER_EVENT_FOR_TARGET, type OrderStatus } from '../../actors/order-lifecycle-machine';
+import {
+  nextStatus,
+  notifiedOn,
+  SELLER_EVENT_FOR_TARGET,
+  type OrderStatus,
+} from '../../actors/order-lifecycle-machine';
 import { CommitOutcomeUnknownError } from '../errors';
 import type { HeldClaim, IdempotencyStore } from './idempotency';
 import type { CreateOrderBody } from './order-schemas';
@@ -149,7 +154,8 @@ export function createOrderService(deps: OrderServiceDeps) {
             `An order cannot move from ${order.status} to ${target}`,
           );
         }
-        if (await orders.compareAndSet(order, order.status, target, sellerId)) {
+        const change = { changedBy: sellerId, notifies: notifiedOn(order.status, type) };
+        if (await orders.compareAndSet(order, order.status, target, change)) {
           notifications.wake();
           return loadOne(orderId);
         }
@@ -170,11 +176,15 @@ export function createOrderService(deps: OrderServiceDeps) {
         }
         const changes = totalsByProduct(await orders.orderLines(orderId));
         // The compare-and-set and the stock restore share one transaction: only the winner restores.
-        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', buyerId, (trx, now) =>
-          inventory.restore(trx, changes, now),
-        );
+        // The buyer's own cancellation notifies no one (the transition's meta): the spec emits no event for it.
+        const notifies = notifiedOn(order.status, 'CANCEL');
+        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {
+          changedBy: buyerId,
+          notifies,
+          extra: (trx, now) => inventory.restore(trx, changes, now),
+        });
         if (won) {
-          notifications.wake();
+          if (notifies.length > 0) notifications.wake();
           await inventory.restored(changes);
           return loadOne(orderId);
         }
@@ -195,9 +205,10 @@ export function createOrderService(deps: OrderServiceDeps) {
       for (const order of due) {
         if (nextStatus(order.status, EXPIRE) !== 'CANCELLED') continue;
         const changes = totalsByProduct(await orders.orderLines(order.id));
-        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', null, async (trx, at) => {
-          await inventory.restore(trx, changes, at);
-          await orders.notifySellers(trx, order, order.status, 'CANCELLED', at);
+        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {
+          changedBy: null,
+          notifies: notifiedOn(order.status, EXPIRE.type),
+          extra: (trx, at) => inventory.restore(trx, changes, at),
         });
         if (!won) continue; // confirmed, cancelled or expired elsewhere meanwhile
         await inventory.restored(changes);

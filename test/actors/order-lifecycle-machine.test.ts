@@ -3,6 +3,7 @@ import { createActor } from 'xstate';
 import {
   ORDER_STATUSES,
   nextStatus,
+  notifiedOn,
   orderLifecycleMachine,
   snapshotFor,
   type OrderLifecycleEvent,
@@ -95,4 +96,15 @@ test('the definition serialises to plain data with guards by name (what the visu
   const text = JSON.stringify(json);
   t.true(text.includes('bySeller'));
   t.true(text.includes('"role":"BUYER"'));
+});
+
+test("who each transition notifies: the buyer of a seller's step, no one of the buyer's cancel, everyone of an expiry", (t) => {
+  t.deepEqual(notifiedOn('PENDING', 'CONFIRM'), ['BUYER']);
+  t.deepEqual(notifiedOn('CONFIRMED', 'SHIP'), ['BUYER']);
+  t.deepEqual(notifiedOn('SHIPPED', 'DELIVER'), ['BUYER']);
+  t.deepEqual(notifiedOn('PENDING', 'CANCEL'), []);
+  t.deepEqual(notifiedOn('CONFIRMED', 'CANCEL'), []);
+  t.deepEqual(notifiedOn('PENDING', 'EXPIRE'), ['BUYER', 'SELLERS']);
+  // No such transition: no one.
+  t.deepEqual(notifiedOn('SHIPPED', 'CANCEL'), []);
 });

@@ -415,7 +415,7 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
     t.is(bad.body.code, 'VALIDATION_ERROR');
   });
 
-  test('notifications: OrderCreated to the seller, OrderStatusChanged to the buyer, logged with the request id', async (t) => {
+  test("notifications: OrderCreated to the seller, OrderStatusChanged to the buyer for the seller's steps, none for the buyer's cancel, logged with the request id", async (t) => {
     const { buyer, seller, product } = await world(app);
     const p = await product();
     const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }], {
@@ -443,7 +443,10 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
       body: { status: 'CONFIRMED' },
       headers: { 'X-Request-Id': `confirm-${p}` },
     });
-    await app.request('POST', `/api/v1/orders/${order.id}/cancel`, { token: buyer.token });
+    await app.request('PATCH', `/api/v1/sellers/orders/${order.id}/status`, {
+      token: seller.token,
+      body: { status: 'SHIPPED' },
+    });
     const buyerNotes = await eventually(async () => {
       const res = await app.request('GET', '/api/v1/notifications?size=1', { token: buyer.token });
       return res.body.totalElements === 2 && res.body;
@@ -451,19 +454,48 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
     t.like(buyerNotes, { size: 1, totalElements: 2, totalPages: 2, hasNext: true });
     t.like(buyerNotes.content[0], {
       type: 'OrderStatusChanged',
-      payload: { buyerId: buyer.id, orderId: order.id, from: 'CONFIRMED', to: 'CANCELLED' },
+      payload: { buyerId: buyer.id, orderId: order.id, from: 'CONFIRMED', to: 'SHIPPED' },
     });
     const older = await app.request('GET', '/api/v1/notifications?page=1&size=1', { token: buyer.token });
     t.like(older.body.content[0], { payload: { from: 'PENDING', to: 'CONFIRMED' } });
+
+    // The buyer's own cancellation (from PENDING or CONFIRMED) emits no event: the spec's list is closed.
+    const cancelledOrders: number[] = [];
+    for (const confirm of [false, true]) {
+      const other = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
+      const otherId = other.body.orders[0].id;
+      if (confirm) {
+        const confirmed = await app.request('PATCH', `/api/v1/sellers/orders/${otherId}/status`, {
+          token: seller.token,
+          body: { status: 'CONFIRMED' },
+        });
+        t.is(confirmed.status, 200);
+      }
+      const cancelled = await app.request('POST', `/api/v1/orders/${otherId}/cancel`, { token: buyer.token });
+      t.is(cancelled.status, 200, cancelled.text);
+      cancelledOrders.push(otherId);
+    }
     await app.bundle.services.dispatcher.idle();
+    const statusEvents = (await app
+      .db('notification_outbox')
+      .where('event_type', 'OrderStatusChanged')
+      .select('payload')) as Array<{ payload: string }>;
+    const aboutCancelled = statusEvents.filter((row) => {
+      const payload = JSON.parse(row.payload);
+      return cancelledOrders.includes(payload.orderId) && payload.to === 'CANCELLED';
+    });
+    t.deepEqual(aboutCancelled, [], 'no OrderStatusChanged for a cancellation, to anyone');
+    // The buyer's: the first order's two steps and the second one's confirmation.
+    t.is((await app.request('GET', '/api/v1/notifications', { token: buyer.token })).body.totalElements, 3);
     const confirmLine = `[confirm-${p}] [NotificationDispatcher] Delivered OrderStatusChanged PENDING -> CONFIRMED`;
     t.true(
       app.logs.lines.some((line) => line.includes(confirmLine)),
       app.logs.lines.filter((line) => line.includes('NotificationDispatcher')).join('\n'),
     );
-    // the seller sees only their own
+    // the seller sees only their own: the three orders' OrderCreated
     const sellerAgain = await app.request('GET', '/api/v1/notifications', { token: seller.token });
-    t.is(sellerAgain.body.totalElements, 1);
+    t.is(sellerAgain.body.totalElements, 3);
+    t.true(sellerAgain.body.content.every((note: { type: string }) => note.type === 'OrderCreated'));
     t.is((await app.request('GET', '/api/v1/notifications')).status, 401);
     t.is((await app.request('GET', '/api/v1/notifications?page=-1', { token: buyer.token })).status, 400);
   });
