@@ -222,9 +222,21 @@ const streamName = (bucket: string) => `KV_${bucket}`;
 
 /** The keys currently present (held) in a bucket; expired and released keys are absent. */
 export async function liveKeys(jsm: JetStreamManager, bucket: string): Promise<string[]> {
+  return (await bucketState(jsm, bucket)).keys;
+}
+
+/**
+ * A bucket's live keys and when its stream was created: a different creation time than before means the bucket
+ * was made again (NATS lost its store), and every lease in it with it.
+ */
+export async function bucketState(
+  jsm: JetStreamManager,
+  bucket: string,
+): Promise<{ keys: string[]; created: string }> {
   const info = await jsm.streams.info(streamName(bucket), { subjects_filter: '>' });
   const prefix = `$KV.${bucket}.`;
-  return Object.keys(info.state.subjects ?? {})
+  const keys = Object.keys(info.state.subjects ?? {})
     .filter((subject) => subject.startsWith(prefix))
     .map((subject) => subject.slice(prefix.length));
+  return { keys, created: info.created };
 }

@@ -9,7 +9,7 @@ import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@na
 import type { KV } from '@nats-io/kv';
 import type { ClusterConfig } from '../config';
 import type { Logger } from '../logger';
-import { createLeaseTable, liveKeys } from './lease-table';
+import { bucketState, createLeaseTable } from './lease-table';
 import { fairShare, preferenceOrder, shardFromKey, shardKey } from './shards';
 
 export interface OwnershipEvents {
@@ -104,13 +104,33 @@ export function createOwnership(deps: OwnershipDeps) {
     }
   }
 
+  /** No shard is claimed before this time (set when the lease buckets were made again). */
+  let claimsFrom = 0;
+  /** When each bucket's stream was created, as first seen. */
+  const created = new Map<string, string>();
+
+  /**
+   * A bucket's live keys. One made again since it was last read (NATS lost its store, and some instance made it
+   * again: this one or another) held every lease of the cluster, and each instance that held one still trusts it
+   * for at most the lease TTL: no shard is claimed before that, or one could have two owners.
+   */
+  async function keysOf(bucket: string): Promise<string[]> {
+    const state = await bucketState(jsm, bucket);
+    const before = created.get(bucket);
+    created.set(bucket, state.created);
+    if (before !== undefined && before !== state.created) {
+      log.warn(`Bucket ${bucket} was made again: no shard is claimed for ${leaseTtlMs} ms`);
+      claimsFrom = Date.now() + leaseTtlMs;
+    }
+    return state.keys;
+  }
+
   async function balance(): Promise<void> {
     // Read first: a missing bucket shows here as StreamNotFound (a failed claim would hide the reason).
-    const present = new Set(await liveKeys(jsm, buckets.members));
-    if (!memberLeases.holds(instanceId)) {
-      if (!(await memberLeases.claim(instanceId, value))) return;
-      present.add(instanceId);
-    }
+    const present = new Set(await keysOf(buckets.members));
+    if (!memberLeases.holds(instanceId) && !(await memberLeases.claim(instanceId, value))) return;
+    // A member, also while its key is missing from a recreated bucket (it is claimed again once its renewal fails).
+    present.add(instanceId);
     const members = present.size;
     const share = fairShare(shards, members);
     const owned = ownedShards();
@@ -120,8 +140,8 @@ export function createOwnership(deps: OwnershipDeps) {
       await Promise.all(extra.map(release));
       return;
     }
-    if (owned.length === share || stopped) return;
-    const taken = new Set(await liveKeys(jsm, buckets.shards));
+    if (owned.length === share || stopped || Date.now() < claimsFrom) return;
+    const taken = new Set(await keysOf(buckets.shards));
     const free = preference.filter((shard) => !taken.has(shardKey(shard)) && !releasing.has(shard));
     const claimed = await Promise.all(
       free.slice(0, share - owned.length).map(async (shard) => {

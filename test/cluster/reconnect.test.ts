@@ -197,3 +197,69 @@ natsTest(
     }
   },
 );
+
+natsTest(
+  'NATS back at once with an empty store, two nodes: no shard ever has two owners while the buckets are made again',
+  async (t) => {
+    const nats = await startPrivateNats();
+    const nodes: Cluster[] = [];
+    const logs = new LogCollector();
+    let sampler: NodeJS.Timeout | undefined;
+    try {
+      const prefix = uniquePrefix('wiped-owners');
+      for (const id of ['wiped-a', 'wiped-b']) {
+        const config = {
+          ...clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
+          natsUrl: nats.url,
+        };
+        const node = await createCluster({
+          config,
+          logger: createLogger({ level: 'warn', format: 'line', out: logs }),
+        });
+        nodes.push(node);
+        await node.start();
+      }
+      await until(
+        () => exactlyOnce(nodes, 8, 4),
+        10_000,
+        () => shareReport(nodes),
+      );
+      // Every 2 ms: a shard served by both nodes at one instant is a split brain (productId = shard here).
+      const overlaps: string[] = [];
+      let samples = 0;
+      sampler = setInterval(() => {
+        samples++;
+        for (let shard = 0; shard < 8; shard++)
+          if (nodes.every((node) => node.isOwner(shard)))
+            overlaps.push(`shard ${shard} at sample ${samples}`);
+      }, 2);
+
+      await nats.stop();
+      nats.wipeStore();
+      await nats.start();
+      await until(
+        () => logs.lines.some((line) => line.includes('The lease buckets are gone')),
+        15_000,
+        () => `no recreation logged: ${logs.text}`,
+      );
+      // The leases of the old buckets are trusted for at most their TTL (3 s): no claim before that, then every
+      // shard is owned again.
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      await until(
+        () => exactlyOnce(nodes, 8, 4),
+        15_000,
+        () => `${shareReport(nodes)}\n${logs.text}`,
+      );
+      // A few renewal periods more: an overlap would show by now.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      clearInterval(sampler);
+      t.deepEqual([...new Set(overlaps.map((overlap) => overlap.split(' at ')[0]))], []);
+      t.true(samples > 100, `${samples} samples`);
+      t.true(exactlyOnce(nodes, 8, 4), shareReport(nodes));
+    } finally {
+      clearInterval(sampler);
+      await Promise.allSettled(nodes.map((node) => node.close()));
+      await nats.close();
+    }
+  },
+);
