@@ -2,7 +2,9 @@
 // first use, passivated when idle). It serialises every stock command for the product in memory:
 // reservations are decided here against `stock - reserved`, one at a time, without touching the
 // database; the group commit (lib/inventory) writes them, guarded in SQL, and reports back COMMITTED or
-// RELEASE.
+// RELEASE. A reservation that fits the stock but not what others hold now waits for one of those to settle
+// (or for a fresh read) and is decided again: a refusal never counts units a request may yet give back (a cart
+// refused for another product, a failed batch), as a row lock makes a conventional transaction wait for them.
 // I/O happens only in the invoked `loadProduct` / `runExclusive` promise actors; commands that arrive
 // meanwhile are deferred and replayed in arrival order, except the news of a commit (COMMITTED): the commit
 // is already in the database, and the read under way may or may not have seen it, so its reservation is
@@ -66,6 +68,12 @@ export interface ProductStockContext {
   readAgain: boolean;
   /** Commands that arrived during I/O, replayed in order afterwards. */
   pending: StockCommand[];
+  /**
+   * Reservations that fit the stock but not what other requests hold now: decided again when a reservation
+   * settles (RELEASE, COMMITTED) or the product is read again, so a refusal never counts units another request
+   * may yet give back.
+   */
+  parked: ReserveCommand[];
   current: Extract<StockCommand, { type: 'EXCLUSIVE' }> | null;
 }
 
@@ -111,15 +119,30 @@ const stockSetup = setup({
     fits: ({ context }, params: { quantity: number }) =>
       judgeLine(context.product, params.quantity, available(context)) === null,
     viewIsStale: ({ context }, params: { at: number }) => params.at - context.loadedAt > context.freshMs,
+    /** It would fit were every reservation held now given back. */
+    mayFitOnceSettled: ({ context }, params: { quantity: number }) =>
+      context.reserved > 0 && judgeLine(context.product, params.quantity) === null,
     /** Nothing reserved or waiting now, and nothing reserved at any time since the idle period began. */
     idleAllPeriod: ({ context }) =>
-      context.reserved === 0 && context.pending.length === 0 && !context.heldThisPeriod,
+      context.reserved === 0 &&
+      context.pending.length === 0 &&
+      context.parked.length === 0 &&
+      !context.heldThisPeriod,
     readAgain: ({ context }) => context.readAgain,
     reloadQueued: ({ context }) => context.pending.some((command) => command.type === 'RELOAD'),
   },
   actions: {
     defer: assign({
       pending: ({ context }, params: { command: StockCommand }) => [...context.pending, params.command],
+    }),
+    park: assign({
+      parked: ({ context }, params: { command: ReserveCommand }) => [...context.parked, params.command],
+    }),
+    // Decided again, in the order they were asked, before anything that arrives after this step.
+    replayParked: enqueueActions(({ context, enqueue }) => {
+      if (context.parked.length === 0) return;
+      for (const command of context.parked) enqueue.raise(command);
+      enqueue.assign({ parked: [] });
     }),
     replayDeferred: enqueueActions(({ context, enqueue }) => {
       if (context.pending.length === 0) return;
@@ -171,6 +194,7 @@ const stockSetup = setup({
     }),
     failPending: ({ context }, params: { error: unknown }) => {
       for (const command of context.pending) if ('fail' in command) command.fail(params.error);
+      for (const command of context.parked) command.fail(params.error);
     },
   },
 });
@@ -222,6 +246,7 @@ export const productStockMachine = stockSetup.createMachine({
     loadedAt: 0,
     readAgain: false,
     pending: [],
+    parked: [],
     current: null,
   }),
   initial: 'loading',
@@ -251,7 +276,7 @@ export const productStockMachine = stockSetup.createMachine({
     ready: {
       description:
         'Deciding commands in memory, one at a time; passivates after a whole idle period (`idleMs`) with nothing reserved',
-      entry: ['replayDeferred', 'beginIdlePeriod'],
+      entry: ['replayParked', 'replayDeferred', 'beginIdlePeriod'],
       // Commands are targetless transitions: no exit, entry or timer per command (an order's RESERVE and
       // COMMITTED each cost one machine step). One timer per idle period decides: an actor that held nothing
       // for the whole period passivates, any other begins the next period. So an actor passivates between
@@ -271,16 +296,32 @@ export const productStockMachine = stockSetup.createMachine({
               { type: 'replyReserved', params: ({ event }) => ({ command: event }) },
             ],
           },
-          // It does not fit: re-read a stale view before refusing, else refuse.
+          // It does not fit: re-read a stale view before refusing; wait for the reservations held now to settle
+          // when it would fit without them (one may be given back: a cart refused for another product, a failed
+          // batch); else refuse.
           {
             guard: { type: 'viewIsStale', params: ({ event }) => ({ at: event.at }) },
             target: 'loading',
             actions: { type: 'defer', params: ({ event }) => ({ command: event }) },
           },
+          {
+            guard: { type: 'mayFitOnceSettled', params: ({ event }) => ({ quantity: event.quantity }) },
+            actions: { type: 'park', params: ({ event }) => ({ command: event }) },
+          },
           { actions: { type: 'replyRefused', params: ({ event }) => ({ command: event }) } },
         ],
-        RELEASE: { actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) } },
-        COMMITTED: { actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) } },
+        RELEASE: {
+          actions: [
+            { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) },
+            'replayParked',
+          ],
+        },
+        COMMITTED: {
+          actions: [
+            { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) },
+            'replayParked',
+          ],
+        },
         RELOAD: { target: 'loading' },
         EXCLUSIVE: {
           target: 'writing',

@@ -20,7 +20,7 @@ test.after.always(async () => {
 
 const quietLogger = createLogger({ level: 'fatal', format: 'line', out: { write: () => undefined } });
 
-test('concurrent first requests share one activation (one load) and decisions are serialised', async (t) => {
+test('concurrent first requests share one activation (one load) and decisions are serialised, in the order asked', async (t) => {
   const seller = await createMember(app, 'SELLER');
   const productId = await createProduct(app, seller.id, { stockQuantity: 7 });
   const registry = createStockRegistry({
@@ -35,18 +35,31 @@ test('concurrent first requests share one activation (one load) and decisions ar
   };
   app.db.on('query', count);
   try {
-    const results = await Promise.all(Array.from({ length: 20 }, () => registry.reserve(productId, 1)));
+    const asked = Array.from({ length: 20 }, () => Promise.resolve(registry.reserve(productId, 1)));
+    const settled: boolean[] = Array(20).fill(false);
+    asked.forEach((answer, i) => void answer.then(() => (settled[i] = true)));
+    // Decided in the order asked: the first 7 take the stock; the other 13 would fit were those given back, so
+    // they wait for them to settle.
+    const first = await Promise.all(asked.slice(0, 7));
     t.is(loads, 1);
     t.is(registry.activeCount(), 1);
-    t.is(results.filter((r) => r.ok).length, 7);
-    t.deepEqual(
-      results.filter((r) => !r.ok).map((r) => !r.ok && r.reason),
-      Array(13).fill('INSUFFICIENT_STOCK'),
-    );
+    t.true(first.every((r) => r.ok));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    t.deepEqual(settled.slice(7), Array(13).fill(false), 'the others wait while the 7 are held');
     t.like(registry.inspect(productId), { stock: 7, reserved: 7, status: 'ready' });
-    // a release gives the units back in memory; a commit takes them off the stock
-    for (const r of results) if (r.ok) registry.release(r.reservation);
-    t.like(registry.inspect(productId), { stock: 7, reserved: 0 });
+    // A release gives units back in memory: as many waiting requests take them.
+    registry.release((first[0] as Extract<(typeof first)[0], { ok: true }>).reservation);
+    const eighth = await asked[7];
+    t.true(eighth.ok);
+    // A commit takes the units off the stock: the waiting ones are refused.
+    const held = [...first.slice(1), eighth].map((r) => (r as Extract<typeof r, { ok: true }>).reservation);
+    registry.committedAll(held);
+    const rest = await Promise.all(asked.slice(8));
+    t.deepEqual(
+      rest.map((r) => !r.ok && r.reason),
+      Array(12).fill('INSUFFICIENT_STOCK'),
+    );
+    t.like(registry.inspect(productId), { stock: 0, reserved: 0 });
   } finally {
     app.db.off('query', count);
     registry.stop();
@@ -89,7 +102,7 @@ test("a committed batch's reservations settle with one COMMITTED per actor, unit
     t.like(registry.inspect(other), { stock: 0, reserved: 0 });
     t.is((await registry.reserve(other, 1)).ok, false);
     t.like(await registry.reserve(hot, 4), { ok: true });
-    t.false((await registry.reserve(hot, 1)).ok);
+    t.false((await registry.reserve(hot, 5)).ok); // more than the stock: refused at once
   } finally {
     registry.stop();
   }
@@ -108,7 +121,8 @@ test('a ready actor answers a reservation synchronously; one still loading answe
     // First use: the actor is loading the product, so the command is deferred and answered later.
     const first = registry.reserve(productId, 1);
     t.true(first instanceof Promise);
-    t.like(await first, { ok: true, reservation: { productId, quantity: 1 } });
+    const firstResult = await first;
+    t.like(firstResult, { ok: true, reservation: { productId, quantity: 1 } });
     // Ready: decided within the call, a plain result (no promise, no microtask), refusals included.
     const second = registry.reserve(productId, 2);
     t.false(second instanceof Promise);
@@ -117,13 +131,19 @@ test('a ready actor answers a reservation synchronously; one still loading answe
       product: { id: productId, stock: 3 },
       reservation: { productId, quantity: 2 },
     });
-    const refused = registry.reserve(productId, 1);
+    const refused = registry.reserve(productId, 4);
     t.false(refused instanceof Promise);
     t.like(refused, { ok: false, reason: 'INSUFFICIENT_STOCK' });
+    // One that fits the stock but not what is held now waits for a reservation to settle: a promise.
+    const waiting = registry.reserve(productId, 1);
+    t.true(waiting instanceof Promise);
     t.like(registry.inspect(productId), { stock: 3, reserved: 3 });
-    // A reservation still commits and releases through its actor.
+    // A reservation still commits and releases through its actor; the waiting one is decided on each.
     if ((second as { ok: boolean }).ok)
       registry.committedAll([(second as Extract<typeof second, { ok: true }>).reservation]);
+    t.like(registry.inspect(productId), { stock: 1, reserved: 1 });
+    if (firstResult.ok) registry.release(firstResult.reservation);
+    t.like(await waiting, { ok: true, reservation: { productId, quantity: 1 } });
     t.like(registry.inspect(productId), { stock: 1, reserved: 1 });
   } finally {
     registry.stop();

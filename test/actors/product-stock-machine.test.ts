@@ -59,7 +59,8 @@ test('reservations are decided against stock minus what is reserved; release and
   let stored = product({ stock: 3 });
   const { actor, reserve, send, view, errors } = start(async () => stored);
   t.like(await reserve(2), { ok: true }); // sent while loading: deferred, then decided
-  t.deepEqual(await reserve(2), { ok: false, reason: 'INSUFFICIENT_STOCK', product: product({ stock: 3 }) });
+  // More than the stock can never fit: refused at once.
+  t.deepEqual(await reserve(4), { ok: false, reason: 'INSUFFICIENT_STOCK', product: product({ stock: 3 }) });
   t.like(view(), { value: 'ready', stock: 3, reserved: 2 });
   send({ type: 'RELEASE', quantity: 2 });
   t.like(view(), { stock: 3, reserved: 0 });
@@ -76,6 +77,49 @@ test('reservations are decided against stock minus what is reserved; release and
   t.like(await reserve(2), { ok: true });
   actor.stop();
   t.deepEqual(errors, []);
+});
+
+test('a reservation that fits the stock but not what is held now waits for a reservation to settle, then is decided', async (t) => {
+  const stored = product({ stock: 3 });
+  const { actor, reserve, send, view, errors } = start(async () => stored);
+  t.like(await reserve(2), { ok: true });
+  // 2 of 3 held: 2 more would fit were they given back. It waits (a cart may yet be refused for another product).
+  let decided: ReserveReply | undefined;
+  const waiting = reserve(2).then((reply) => (decided = reply));
+  const alsoWaiting = reserve(3);
+  await sleep(5);
+  t.is(decided, undefined);
+  t.like(view(), { value: 'ready', stock: 3, reserved: 2 });
+  // One that fits now is not held up by them.
+  t.like(await reserve(1), { ok: true });
+  send({ type: 'RELEASE', quantity: 2 }); // 1 held: the first waiting (2) takes its units, the 3 waits on
+  t.like(await waiting, { ok: true });
+  t.like(view(), { stock: 3, reserved: 3 });
+  send({ type: 'COMMITTED', quantity: 3 }); // the units went: the 3 can never fit now
+  t.like(await alsoWaiting, { ok: false, reason: 'INSUFFICIENT_STOCK' });
+  t.like(view(), { stock: 0, reserved: 0, productStatus: 'SOLD_OUT' });
+  actor.stop();
+  t.deepEqual(errors, []);
+});
+
+test('a waiting reservation is decided again on a fresh read; a failed read fails it', async (t) => {
+  let stored: ProductView | Error = product({ stock: 2 });
+  const { actor, reserve, send, view } = start(async () => {
+    if (stored instanceof Error) throw stored;
+    return stored;
+  });
+  t.like(await reserve(2), { ok: true });
+  const waiting = reserve(1);
+  // Stock given back elsewhere (a cancellation): the read shows 4, so it fits beside the 2 held.
+  stored = product({ stock: 4 });
+  send({ type: 'RELOAD' });
+  t.like(await waiting, { ok: true });
+  t.like(view(), { stock: 4, reserved: 3 });
+  const failing = reserve(2);
+  stored = new Error('the database is gone');
+  send({ type: 'RELOAD' });
+  await t.throwsAsync(failing, { message: 'the database is gone' });
+  actor.stop();
 });
 
 test('unknown, deleted and draft products are refused with their reason', async (t) => {

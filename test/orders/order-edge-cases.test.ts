@@ -107,3 +107,34 @@ test('cancel takes no body: unknown fields are 400, an empty object is fine', as
   t.is(empty.body.status, 'CANCELLED');
   t.is((await productRow(app, productId)).stock, 10);
 });
+
+test.serial(
+  'actor: an order for units another request holds but may give back waits for them, and gets them when they are given back (no 409 for units the database has)',
+  async (t) => {
+    const app = apps.actor;
+    const { buyer, product } = await world(app);
+    const productId = await product({ price: '10.00', stockQuantity: 1 });
+    const { registry } = app.bundle.services.inventory as unknown as {
+      registry: import('../../actors/registry').StockRegistry;
+    };
+    // Another request holds the one unit: a cart whose next product is still being read, say.
+    const held = await registry.reserve(productId, 1);
+    if (!held.ok) throw new Error(`the hold was refused: ${held.reason}`);
+    let answered = false;
+    const order = placeOrder(app, buyer.token, [{ productId, quantity: 1 }]).then((res) => {
+      answered = true;
+      return res;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    t.false(answered, 'the order waits while the unit is held');
+    // That request is refused for its other product and gives the unit back: this order gets it.
+    registry.release(held.reservation);
+    const placed = await order;
+    t.is(placed.status, 201, placed.text);
+    t.is((await productRow(app, productId)).stock, 0);
+    // Now the unit is sold: the next order is refused at once.
+    const next = await placeOrder(app, buyer.token, [{ productId, quantity: 1 }]);
+    t.is(next.status, 409);
+    t.like(next.body, { status: 409, code: 'INSUFFICIENT_STOCK' });
+  },
+);
