@@ -6,7 +6,9 @@
 // public set (ON_SALE and SOLD_OUT) and the createdAt and price orders do not follow stock.
 //
 // A page loaded while a product it shows changed may hold the old state: it is served to the requests that
-// were waiting for it, never stored (each page knows when its load started; each narrow change is stamped).
+// were waiting for it, never stored (each page knows when its load started; each narrow change is stamped). A
+// request that arrives after a change does not join a load that started before it (which products that load
+// shows is known only once it is done): it loads afresh, so no caller gets a state older than its own write.
 // A change finds its pages through an index (product -> page keys, and the keys of the pages following stock),
 // not by reading every page: an order batch announces the products it changed (one call for them all).
 import { createCache, type CacheObserver } from '../cache';
@@ -55,6 +57,8 @@ export function createListPages(options: {
   const pagesShowing = new Map<number, Set<string>>();
   const followingStock = new Set<string>();
   let indexed = 0;
+  /** Pages being loaded: the clock when each load started. */
+  const loadingSince = new Map<string, number>();
 
   const index = (key: string, productIds: readonly number[], followsStock: boolean) => {
     for (const productId of productIds) {
@@ -114,11 +118,20 @@ export function createListPages(options: {
       followsStock: boolean,
       load: () => Promise<LoadedListPage>,
     ): Promise<CachedDocument> {
+      // A load of this page in flight since before a change is not joined (its waiters still get it).
+      if ((loadingSince.get(key) ?? clock) < clock) cache.del(key);
       const page = await cache.getOrLoad(
         key,
         async () => {
           const loadStarted = clock;
-          const { body, productIds } = await load();
+          loadingSince.set(key, loadStarted);
+          let loaded: LoadedListPage;
+          try {
+            loaded = await load();
+          } finally {
+            if (loadingSince.get(key) === loadStarted) loadingSince.delete(key);
+          }
+          const { body, productIds } = loaded;
           index(key, productIds, followsStock);
           const entry: ListPage = {
             productIds: new Set(productIds),

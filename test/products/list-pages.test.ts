@@ -137,6 +137,35 @@ test('a page loaded while a product it shows changed answers its callers but is 
   t.is(loads, before + 2);
 });
 
+test('a request that comes after a change does not join a load in flight since before it: it loads afresh', async (t) => {
+  const listPages = createListPages({ ttlSeconds: 60, maxEntries: 100 });
+  const finishers: Array<() => void> = [];
+  let loads = 0;
+  const load = () => {
+    const n = ++loads;
+    return new Promise<LoadedListPage>((resolve) => {
+      finishers.push(() => resolve({ body: { load: n }, productIds: [1] }));
+    });
+  };
+  const body = async (page: Promise<{ json: string }>) => JSON.parse((await page).json).load;
+
+  const first = listPages.get('page', false, load);
+  const joined = listPages.get('page', false, load); // before any change: one load for both
+  await Promise.resolve();
+  t.is(loads, 1);
+  listPages.changed([1], 'stock'); // an order for product 1 committed and was answered
+  const after = listPages.get('page', false, load); // that buyer's read
+  await Promise.resolve();
+  t.is(loads, 2, 'the read after the change started its own load');
+  for (const finish of finishers) finish();
+  t.is(await body(first), 1);
+  t.is(await body(joined), 1);
+  t.is(await body(after), 2);
+  // The fresh load was stored: the next read is served from the cache.
+  t.is(await body(listPages.get('page', false, load)), 2);
+  t.is(loads, 2);
+});
+
 test('the index is bounded: past MAX_TRACKED (product, page) pairs a narrow change drops every page', async (t) => {
   const { listPages, loads, get } = pages();
   await get('kept', [1]);
