@@ -102,24 +102,42 @@ export function createAuthService(deps: AuthDeps) {
     },
 
     async login(input: LoginInput, clientAddress: string): Promise<TokenPair> {
-      await throttle.begin(input.email, clientAddress);
-      const member = await Member.query(db).findOne({ email: input.email });
-      const matches = await hasher.verify(input.password, member?.passwordHash ?? (await timingHash()));
-      // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
-      if (!member || !matches || Buffer.byteLength(input.password, 'utf8') > PASSWORD_MAX_BYTES) {
+      let member: Member | undefined;
+      const passed = await throttle.check(input.email, clientAddress, async () => {
+        member = await Member.query(db).findOne({ email: input.email });
+        const matches = await hasher.verify(input.password, member?.passwordHash ?? (await timingHash()));
+        // bcrypt ignores bytes after the 72nd, so a longer password must not log in on its prefix.
+        return (
+          member !== undefined && matches && Buffer.byteLength(input.password, 'utf8') <= PASSWORD_MAX_BYTES
+        );
+      });
+      if (!passed || !member) {
         log.info({ memberId: member?.id ?? null }, 'Login failed');
         throw invalidCredentials();
       }
-      await throttle.succeeded(input.email, clientAddress);
-      return tokenPair(member, await refreshTokens.startFamily(member.id));
+      // Granted at the version read before the password check: a password change that commits meanwhile (its
+      // revocation finds no row of this session yet) still ends it, at its first refresh.
+      return tokenPair(member, await refreshTokens.startFamily(member.id, Number(member.tokenVersion)));
     },
 
     async refresh(refreshToken: string, clientAddress: string): Promise<TokenPair> {
       await requestLimits.refresh(clientAddress);
-      const { memberId, refreshToken: next } = await refreshTokens.rotate(refreshToken);
+      const {
+        memberId,
+        familyId,
+        refreshToken: next,
+        tokenVersion,
+      } = await refreshTokens.rotate(refreshToken);
       // The role is read afresh, so a new access token always carries the member's current role.
       const member = await Member.query(db).findById(memberId);
       if (!member) throw new UnauthenticatedError('INVALID_TOKEN', 'Refresh token is invalid');
+      // The password changed since the session was granted (its revocation may have run before this session's
+      // newest row existed): the session ends here.
+      if (tokenVersion !== null && Number(member.tokenVersion) !== tokenVersion) {
+        await refreshTokens.revokeFamily(familyId);
+        log.warn({ memberId }, 'Refresh of a session granted before a password change: token family revoked');
+        throw new UnauthenticatedError('INVALID_TOKEN', 'The session ended: the password was changed');
+      }
       return tokenPair(member, next);
     },
 

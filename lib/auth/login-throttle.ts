@@ -45,7 +45,10 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
   ].filter((bucket): bucket is Bucket => bucket.limiter !== null);
   const buckets = [pair, ...ceilings];
 
-  return {
+  const refundAll = (email: string, address: string) =>
+    Promise.all(buckets.map((b) => b.limiter.refund(b.key(email, address))));
+
+  const throttle = {
     /** Counts an attempt in every bucket, or throws 429 when one is full (the others get their point back). */
     async begin(email: string, address: string): Promise<void> {
       const counted: Bucket[] = [];
@@ -66,7 +69,27 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
       await pair.limiter.clear(pair.key(email, address));
       await Promise.all(ceilings.map((b) => b.limiter.refund(b.key(email, address))));
     },
+
+    /**
+     * A password check inside the throttle: counted when it starts (429 when a bucket is full); `passes` true
+     * clears the attempt as `succeeded` does. A check that could not be made (it threw: the server too busy to hash,
+     * the database down) was no failure either: every bucket gets its point back, so a busy server never locks a
+     * member out. Resolves to whether it passed.
+     */
+    async check(email: string, address: string, passes: () => Promise<boolean>): Promise<boolean> {
+      await throttle.begin(email, address);
+      let passed: boolean;
+      try {
+        passed = await passes();
+      } catch (err) {
+        await refundAll(email, address).catch(() => undefined);
+        throw err;
+      }
+      if (passed) await throttle.succeeded(email, address);
+      return passed;
+    },
   };
+  return throttle;
 }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>;

@@ -7,7 +7,7 @@ import { retryDeadlocks, type Db, type Trx } from '../db';
 import { UnauthenticatedError } from '../errors';
 import type { Logger } from '../logger';
 import { createRefreshTokenRepository, type RefreshTokenRow } from './refresh-token-repository';
-import { hashToken, type TokenService } from './tokens';
+import { hashToken, type RefreshClaims, type TokenService } from './tokens';
 
 const invalid = (message = 'Refresh token is invalid') => new UnauthenticatedError('INVALID_TOKEN', message);
 
@@ -16,8 +16,13 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
   const repository = createRefreshTokenRepository(db);
   const log = deps.logger.child({ component: 'RefreshTokens' });
 
-  async function issue(memberId: number, familyId: string, trx?: Trx): Promise<string> {
-    const { token, claims } = tokens.signRefreshToken(memberId, familyId);
+  async function issue(
+    memberId: number,
+    familyId: string,
+    tokenVersion: number | null,
+    trx?: Trx,
+  ): Promise<string> {
+    const { token, claims } = tokens.signRefreshToken(memberId, familyId, tokenVersion);
     await repository.insert(
       { memberId, familyId, tokenHash: hashToken(token), expiresAt: claims.expiresAt },
       trx,
@@ -26,7 +31,7 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
   }
 
   /** Verifies the JWT and finds its stored row; the row must agree with the claims. */
-  async function findRow(token: string): Promise<RefreshTokenRow> {
+  async function findRow(token: string): Promise<{ row: RefreshTokenRow; claims: RefreshClaims }> {
     const claims = tokens.verifyRefreshToken(token);
     const row = await repository.findByHash(hashToken(token));
     if (!row) {
@@ -43,21 +48,29 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
       throw invalid();
     }
     if (Number(row.member_id) !== claims.memberId || row.family_id !== claims.familyId) throw invalid();
-    return row;
+    return { row, claims };
   }
 
   return {
-    /** A new family (a login): returns the first refresh token. */
-    async startFamily(memberId: number): Promise<string> {
+    /**
+     * A new family (a login) granted at the member's `tokenVersion` (read before the password was checked):
+     * returns the first refresh token.
+     */
+    async startFamily(memberId: number, tokenVersion: number): Promise<string> {
       // Housekeeping on the member's own rows: expired tokens are useless; used ones go with the scheduled
       // prune (a replay of a pruned token is still recognised, see findRow).
       await repository.deleteExpiredOf(memberId);
-      return issue(memberId, crypto.randomUUID());
+      return issue(memberId, crypto.randomUUID(), tokenVersion);
     },
 
-    /** Rotates `token`: returns its member and the family's next token, or throws 401. */
-    async rotate(token: string): Promise<{ memberId: number; refreshToken: string }> {
-      const row = await findRow(token);
+    /**
+     * Rotates `token`: returns its member, the family's next token and the token version the session was granted
+     * at (null for a token signed before versions were carried), or throws 401.
+     */
+    async rotate(
+      token: string,
+    ): Promise<{ memberId: number; familyId: string; refreshToken: string; tokenVersion: number | null }> {
+      const { row, claims } = await findRow(token);
       if (row.revoked_at) throw invalid('Refresh token has been revoked');
       if (new Date(row.expires_at as string).getTime() <= Date.now()) {
         throw new UnauthenticatedError('TOKEN_EXPIRED', 'Refresh token has expired');
@@ -67,7 +80,9 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
         db.transaction(async (trx) => {
           // The conditional UPDATE decides between racing presentations of the same token: exactly one
           // marks it used; the others see 0 rows and are treated as reuse.
-          return (await repository.markUsed(row.id, trx)) ? issue(memberId, row.family_id, trx) : null;
+          return (await repository.markUsed(row.id, trx))
+            ? issue(memberId, row.family_id, claims.tokenVersion, trx)
+            : null;
         }),
       );
       if (next === null) {
@@ -75,7 +90,7 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
         log.warn({ memberId, revoked }, 'Reuse of a rotated refresh token: token family revoked');
         throw invalid('Refresh token was already used; the session has been revoked');
       }
-      return { memberId, refreshToken: next };
+      return { memberId, familyId: row.family_id, refreshToken: next, tokenVersion: claims.tokenVersion };
     },
 
     /** Logout: revokes the family of a valid refresh token (idempotent). */
@@ -92,6 +107,9 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
     async prune(now = new Date()): Promise<number> {
       return repository.prune(now);
     },
+
+    /** Revokes a family by its id (a session whose grant no longer holds). */
+    revokeFamily: (familyId: string): Promise<number> => repository.revokeFamily(familyId),
 
     /** Revokes every refresh token of a member (password change). */
     revokeAllOf: (memberId: number, trx?: Trx): Promise<number> => repository.revokeAllOf(memberId, trx),

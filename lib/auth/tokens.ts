@@ -25,6 +25,12 @@ export type AccessCheck = (claims: AccessClaims) => Promise<AuthMember>;
 export interface RefreshClaims {
   memberId: number;
   familyId: string;
+  /**
+   * The member's token version the session was granted at (a login reads it before checking the password); a
+   * refresh is refused once the member's version moved on (a password change). Null in tokens signed before
+   * the claim existed.
+   */
+  tokenVersion: number | null;
   tokenId: string;
   expiresAt: Date;
 }
@@ -109,15 +115,20 @@ export function createTokenService(
     },
 
     /** A new refresh token of `familyId`; its hash (never the token) is what gets stored. */
-    signRefreshToken(memberId: number, familyId: string): { token: string; claims: RefreshClaims } {
+    signRefreshToken(
+      memberId: number,
+      familyId: string,
+      tokenVersion: number | null,
+    ): { token: string; claims: RefreshClaims } {
       const tokenId = crypto.randomUUID();
-      const token = jwt.sign({ typ: 'refresh', fam: familyId }, key, {
+      const version = tokenVersion === null ? {} : { ver: tokenVersion };
+      const token = jwt.sign({ typ: 'refresh', fam: familyId, ...version }, key, {
         ...signOptions(REFRESH_TOKEN_TTL_SECONDS),
         subject: String(memberId),
         jwtid: tokenId,
       });
       const expiresAt = new Date(Date.now() + REFRESH_TOKEN_TTL_SECONDS * 1000);
-      return { token, claims: { memberId, familyId, tokenId, expiresAt } };
+      return { token, claims: { memberId, familyId, tokenVersion, tokenId, expiresAt } };
     },
 
     verifyRefreshToken(token: string): RefreshClaims {
@@ -125,13 +136,15 @@ export function createTokenService(
       if (
         typeof payload.fam !== 'string' ||
         typeof payload.jti !== 'string' ||
-        typeof payload.exp !== 'number'
+        typeof payload.exp !== 'number' ||
+        (payload.ver !== undefined && (!Number.isSafeInteger(payload.ver) || payload.ver < 0))
       ) {
         throw new UnauthenticatedError('INVALID_TOKEN', 'Token is invalid');
       }
       return {
         memberId: Number(payload.sub),
         familyId: payload.fam,
+        tokenVersion: payload.ver ?? null,
         tokenId: payload.jti,
         expiresAt: new Date(payload.exp * 1000),
       };

@@ -76,13 +76,14 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
-        await throttle.begin(member.email, clientAddress);
-        if (!(await hasher.verify(input.currentPassword ?? '', member.passwordHash))) {
+        const passed = await throttle.check(member.email, clientAddress, () =>
+          hasher.verify(input.currentPassword ?? '', member.passwordHash),
+        );
+        if (!passed) {
           throw new ValidationError('Invalid request body', [
             { field: 'currentPassword', message: 'currentPassword is incorrect' },
           ]);
         }
-        await throttle.succeeded(member.email, clientAddress);
         patch.passwordHash = await hasher.hash(input.password);
       }
       if (Object.keys(patch).length === 0) return toMemberJson(member);

@@ -113,6 +113,32 @@ test('attempts count while they run, right password or not: a login beside five 
   t.is(ok.body.tokenType, 'Bearer');
 });
 
+test('a login the server is too busy to check (503) is no failure: it never locks the member out', async (t) => {
+  // One compare at a time, none waiting: a login beside a running compare is answered 503 at once.
+  const app = await startTestApp({
+    env: { BCRYPT_CONCURRENCY: '1', BCRYPT_QUEUE_LIMIT: '0', LOGIN_FAILURE_LIMIT: '5/900' },
+  });
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  // Another member whose stored hash is costly (cost 12): its login holds the one compare for ~0.1-0.3 s.
+  const slow = await createMember({ db: app.db, tokens: app.bundle.services.tokens, bcryptCost: 12 });
+  t.is((await attempt(app, (await createMember(app)).email, 'Password-123')).status, 200); // warm the app
+  const holding = attempt(app, slow.email, slow.password);
+  await sleep(50);
+  // Four of this member's logins meanwhile are refused (four: attempts count while they run, and five at once
+  // would fill the pair's limit).
+  const refused = await Promise.all(
+    Array.from({ length: 4 }, () => attempt(app, member.email, member.password)),
+  );
+  for (const res of refused) assertError(t, res, 503, 'SERVICE_UNAVAILABLE', LOGIN);
+  t.is((await holding).status, 200);
+  // None of them counted: four wrong passwords are still answered 401 (the limit is 5), and the right one logs in.
+  for (let i = 0; i < 4; i++)
+    assertError(t, await attempt(app, member.email, `Wrong-pass-${i}`), 401, 'INVALID_CREDENTIALS', LOGIN);
+  const ok = await attempt(app, member.email, member.password);
+  t.is(ok.status, 200, JSON.stringify(ok.body));
+});
+
 test('per-e-mail ceiling over all addresses: a 4th address is refused; another e-mail is not', async (t) => {
   const app = await startTestApp({ env: { ...PROXIED, LOGIN_EMAIL_LIMIT: '3/900' } });
   t.teardown(() => app.close());

@@ -1,7 +1,9 @@
 import test from 'ava';
+import crypto from 'node:crypto';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError, ISO_MS } from '../helpers/assertions';
 import { createMember, uniq, login } from '../helpers/factories';
+import { hashToken } from '../../lib/auth/tokens';
 
 let app: TestApp;
 test.before(async () => {
@@ -338,6 +340,7 @@ test('refresh with a missing or unknown token: 400 / 401', async (t) => {
   const forged = app.bundle.services.tokens.signRefreshToken(
     member.id,
     'ffffffff-ffff-4fff-8fff-ffffffffffff',
+    0,
   ).token;
   assertError(
     t,
@@ -346,6 +349,45 @@ test('refresh with a missing or unknown token: 400 / 401', async (t) => {
     'INVALID_TOKEN',
     '/api/v1/auth/refresh',
   );
+});
+
+test('a session granted before a password change ends at its next refresh, even when the revocation ran before its token existed', async (t) => {
+  const member = await createMember(app);
+  const session = await login(app, member);
+  // What a login racing a password change leaves: the change (version bumped, every stored token revoked)
+  // committed while the login checked the old password, so the login's token row came after the revocation.
+  // Here: the version moves on and this session's row is left live.
+  await app.db('members').where({ id: member.id }).increment('token_version', 1);
+  const refused = await app.request('POST', '/api/v1/auth/refresh', {
+    body: { refreshToken: session.refreshToken },
+  });
+  assertError(t, refused, 401, 'INVALID_TOKEN', '/api/v1/auth/refresh');
+  t.is(refused.body.message, 'The session ended: the password was changed');
+  // The whole family is revoked: the token the rotation issued is dead too.
+  const live = await app.db('refresh_tokens').where({ member_id: member.id }).whereNull('revoked_at');
+  t.is(live.length, 0);
+  // A login after the change gets a session that refreshes.
+  const fresh = await login(app, member);
+  const refreshed = await app.request('POST', '/api/v1/auth/refresh', {
+    body: { refreshToken: fresh.refreshToken },
+  });
+  t.is(refreshed.status, 200, refreshed.text);
+  t.is((await app.request('GET', '/api/v1/members/me', { token: refreshed.body.accessToken })).status, 200);
+});
+
+test('a refresh token signed before sessions carried their version still refreshes', async (t) => {
+  const member = await createMember(app);
+  const familyId = crypto.randomUUID();
+  const { token, claims } = app.bundle.services.tokens.signRefreshToken(member.id, familyId, null);
+  await app.db('refresh_tokens').insert({
+    member_id: member.id,
+    family_id: familyId,
+    token_hash: hashToken(token),
+    expires_at: claims.expiresAt,
+    created_at: new Date(),
+  });
+  const refreshed = await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: token } });
+  t.is(refreshed.status, 200, refreshed.text);
 });
 
 test('logout: 204, revokes the family; the refresh token and its successors stop working', async (t) => {
