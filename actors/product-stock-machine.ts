@@ -129,6 +129,7 @@ const stockSetup = setup({
       context.parked.length === 0 &&
       !context.heldThisPeriod,
     readAgain: ({ context }) => context.readAgain,
+    anyParked: ({ context }) => context.parked.length > 0,
     reloadQueued: ({ context }) => context.pending.some((command) => command.type === 'RELOAD'),
   },
   actions: {
@@ -310,18 +311,27 @@ export const productStockMachine = stockSetup.createMachine({
           },
           { actions: { type: 'replyRefused', params: ({ event }) => ({ command: event }) } },
         ],
-        RELEASE: {
-          actions: [
-            { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) },
-            'replayParked',
-          ],
-        },
-        COMMITTED: {
-          actions: [
-            { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) },
-            'replayParked',
-          ],
-        },
+        // A settled reservation decides the waiting ones again (guarded: most steps have none waiting).
+        RELEASE: [
+          {
+            guard: 'anyParked',
+            actions: [
+              { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) },
+              'replayParked',
+            ],
+          },
+          { actions: { type: 'release', params: ({ event }) => ({ quantity: event.quantity }) } },
+        ],
+        COMMITTED: [
+          {
+            guard: 'anyParked',
+            actions: [
+              { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) },
+              'replayParked',
+            ],
+          },
+          { actions: { type: 'commit', params: ({ event }) => ({ quantity: event.quantity }) } },
+        ],
         RELOAD: { target: 'loading' },
         EXCLUSIVE: {
           target: 'writing',
