@@ -36,11 +36,12 @@ function ftsPhrase(keyword: string): string {
 }
 
 /**
- * Adds the keyword predicate to a products query. The keyword is lowercased here (full Unicode), the name by
- * the database's LOWER(); `%` and `_` match themselves (escaped with `!`). On MySQL the comparison is forced to
- * utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding "café") and treat every
- * emoji as equal. SQLite compares bytes, but its LOWER(name) folds ASCII only: a name with upper-case
- * non-ASCII letters ("CAFÉ") is found by "cafÉ", not by "café".
+ * Adds the keyword predicate to a products query: the name, lowered, contains the keyword, lowered; `%` and `_`
+ * match themselves (escaped with `!`). On MySQL the database lowers both (full Unicode), and the comparison is
+ * forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding "café") and treat
+ * every emoji as equal. SQLite compares bytes, but its LOWER() folds ASCII only, so the keyword is tried lowered
+ * both ways: here in full Unicode (a lower-case name, "café noir", is found by "CAFÉ") and as SQLite lowers the
+ * name (an upper-case name, "ÄRGER Box", is found by "ÄRGER" or "Ärger"; not by "ärger").
  */
 export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boolean): Knex.QueryBuilder {
   const lowered = keyword.toLowerCase();
@@ -49,8 +50,8 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
   // exact check compares, byte for byte.
   if (Array.from(lowered).length >= MIN_INDEXED_KEYWORD_LENGTH) {
     if (mysql) {
-      for (const trigram of keywordTrigrams(lowered))
-        // LOWER(?) as the exact check lowers its pattern, so both compare the same characters.
+      for (const trigram of keywordTrigrams(keyword))
+        // LOWER(?) as the exact check and the table's triggers lower, so all compare the same characters.
         q.whereIn('id', (sub) =>
           sub.select('product_id').from('product_name_trigrams').whereRaw('trigram = LOWER(?)', [trigram]),
         );
@@ -69,6 +70,12 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
 
 /** The exact predicate of the keyword filter alone (what decides a match; the index only narrows). */
 export function applyKeywordCheck(q: Knex.QueryBuilder, keyword: string, mysql: boolean): Knex.QueryBuilder {
-  const binary = mysql ? ' COLLATE utf8mb4_bin' : '';
-  return q.whereRaw(`LOWER(name) LIKE LOWER(?)${binary} ESCAPE '!'`, [likeContains(keyword.toLowerCase())]);
+  if (mysql) {
+    return q.whereRaw(`LOWER(name) LIKE LOWER(?) COLLATE utf8mb4_bin ESCAPE '!'`, [likeContains(keyword)]);
+  }
+  return q.where((either) =>
+    either
+      .whereRaw(`LOWER(name) LIKE ? ESCAPE '!'`, [likeContains(keyword.toLowerCase())])
+      .orWhereRaw(`LOWER(name) LIKE LOWER(?) ESCAPE '!'`, [likeContains(keyword)]),
+  );
 }
