@@ -14,7 +14,7 @@ const SWEEP_EVERY_MS = 5 * 60 * 1000;
 export interface Limiter {
   /** Counts one point for `key`, or throws 429 (Retry-After = seconds until the window ends). */
   consume(key: string, message: string): Promise<void>;
-  /** Gives one point back (an attempt that turned out not to count). */
+  /** Gives one point back (an attempt that turned out not to count), within the window that counted it. */
   refund(key: string): Promise<void>;
   /** Forgets `key`'s counter. */
   clear(key: string): Promise<void>;
@@ -61,7 +61,15 @@ export function createRateLimits(deps: { db: Db; logger: Logger }) {
         }
       },
       async refund(key) {
-        await retryDeadlocks(() => store.reward(key, 1));
+        // Only inside the window the point was counted in, and never below zero: rate-limiter-flexible's reward
+        // opens a new window at -1 when the old one has ended, an extra attempt each time. One row, one lock.
+        await retryDeadlocks(() =>
+          db(TABLE)
+            .where('key', store.getKey(key))
+            .andWhere('expire', '>', Date.now())
+            .andWhere('points', '>', 0)
+            .decrement('points', 1),
+        );
       },
       async clear(key) {
         await retryDeadlocks(() => store.delete(key));
