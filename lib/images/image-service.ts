@@ -10,7 +10,13 @@ import path from 'node:path';
 import type { AuthMember } from '../auth/tokens';
 import type { Config } from '../config';
 import type { Db, Trx } from '../db';
-import { BadRequestError, ForbiddenError, NotFoundError } from '../errors';
+import { BadRequestError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../errors';
+import {
+  CommitNotApplied,
+  outcomeRead,
+  transactionWithOutcome,
+  type OutcomeOptions,
+} from '../commit-outcome';
 import type { EventBus } from '../events';
 import type { Logger } from '../logger';
 import type { ProductImage } from '../products/product-model';
@@ -142,9 +148,33 @@ export function createImageService({ config, db, logger, events, quotas }: Image
     async upload(productId: number, seller: AuthMember, files: IncomingFile[]): Promise<ImageJson[]> {
       const accepted = await checkFiles(files);
       const moved: string[] = [];
+      const storedNames: string[] = [];
+      let outcomeUnknown = false;
+      // A COMMIT whose answer was lost may have applied: its rows are looked for before the files are removed
+      // (lib/commit-outcome.ts), so no row ever points at a file that is gone.
+      const outcome: OutcomeOptions<ImageJson[]> = {
+        db,
+        logger,
+        committed: async () =>
+          Number(
+            (
+              await outcomeRead(
+                db,
+                db('product_images').where('product_id', productId).whereIn('file_name', storedNames),
+              ).count({ n: '*' })
+            )[0].n,
+          ) === storedNames.length,
+        unknown: () => {
+          outcomeUnknown = true;
+          return new ServiceUnavailableError(
+            "The database connection was lost while the images were stored; read the product's images before retrying",
+            1,
+          );
+        },
+      };
       const images = await exclusive(productId, async () => {
         try {
-          return await db.transaction(async (trx) => {
+          return await transactionWithOutcome(outcome, async (trx) => {
             // The seller first (the image-bytes quota), then the product: the same order for every upload.
             await quotas.lockSeller(trx, seller.id);
             await lockOwnedProduct(trx, productId, seller);
@@ -166,6 +196,7 @@ export function createImageService({ config, db, logger, events, quotas }: Image
               const target = path.join(productDir(productId), storedName);
               await fs.rename(image.path, target);
               moved.push(target);
+              storedNames.push(storedName);
               order += 1;
               await repository.insertImage(trx, {
                 productId,
@@ -179,8 +210,16 @@ export function createImageService({ config, db, logger, events, quotas }: Image
             return listImages(productId, trx);
           });
         } catch (err) {
+          // The rows may exist (the outcome of a lost COMMIT is unknown): their files stay.
+          if (outcomeUnknown) throw err;
           // The transaction rolled back (or never committed): the moved files must go too.
           await removeQuietly(moved);
+          if (err instanceof CommitNotApplied) {
+            throw new ServiceUnavailableError(
+              'The database connection was lost before the images were stored; please retry',
+              1,
+            );
+          }
           throw err;
         }
       });
