@@ -142,6 +142,8 @@ export function createOwnership(deps: OwnershipDeps) {
     }
     if (owned.length === share || stopped || Date.now() < claimsFrom) return;
     const taken = new Set(await keysOf(buckets.shards));
+    // That read may be the one that found the shards bucket made again (only it, not the members bucket).
+    if (Date.now() < claimsFrom || stopped) return;
     const free = preference.filter((shard) => !taken.has(shardKey(shard)) && !releasing.has(shard));
     const claimed = await Promise.all(
       free.slice(0, share - owned.length).map(async (shard) => {

@@ -6,13 +6,15 @@
 // keeps every lease, so no second holder can claim a key its holder still trusts.
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { createCluster, type Cluster } from '../../lib/cluster/cluster';
+import { bucketNames, createCluster, type Cluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
 import { ServiceUnavailableError } from '../../lib/errors';
 import {
+  cleanup,
   clusterConfig,
   exactlyOnce,
+  NATS_URL,
   natsTest,
   quietLogger,
   shareReport,
@@ -260,6 +262,58 @@ natsTest(
       clearInterval(sampler);
       await Promise.allSettled(nodes.map((node) => node.close()));
       await nats.close();
+    }
+  },
+);
+
+natsTest(
+  'only the shards bucket deleted under two nodes: no shard ever has two owners while it is made again',
+  async (t) => {
+    const nodes: Cluster[] = [];
+    let sampler: NodeJS.Timeout | undefined;
+    const prefix = uniquePrefix('shards-gone');
+    try {
+      for (const id of ['gone-a', 'gone-b']) {
+        const node = await createCluster({
+          config: clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
+          logger: quietLogger(),
+        });
+        nodes.push(node);
+        await node.start();
+      }
+      await until(
+        () => exactlyOnce(nodes, 8, 4),
+        10_000,
+        () => shareReport(nodes),
+      );
+      const overlaps = new Set<string>();
+      let samples = 0;
+      sampler = setInterval(() => {
+        samples++;
+        for (let shard = 0; shard < 8; shard++)
+          if (nodes.every((node) => node.isOwner(shard))) overlaps.add(`shard ${shard}`);
+      }, 2);
+      // The members bucket stays: only the shards bucket's creation time tells that every lease is gone.
+      const nc = await connect({ servers: NATS_URL });
+      try {
+        await (await jetstreamManager(nc)).streams.delete(`KV_${bucketNames(prefix).shards}`);
+      } finally {
+        await nc.close();
+      }
+      // The old leases are trusted for at most their TTL (3 s); then every shard is owned again.
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      await until(
+        () => exactlyOnce(nodes, 8, 4),
+        15_000,
+        () => shareReport(nodes),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      clearInterval(sampler);
+      t.deepEqual([...overlaps], []);
+      t.true(samples > 100, `${samples} samples`);
+    } finally {
+      clearInterval(sampler);
+      await cleanup(prefix, nodes);
     }
   },
 );
