@@ -7,7 +7,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { bucketNames, createCluster, type Cluster } from '../../lib/cluster/cluster';
-import { createLogger } from '../../lib/logger';
+import { createLogger, type Logger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
 import { ServiceUnavailableError } from '../../lib/errors';
 import {
@@ -23,6 +23,47 @@ import {
   untilOwns,
 } from './cluster-fixtures';
 import { startPrivateNats } from './private-nats';
+
+/**
+ * Two nodes of a fresh cluster (8 shards) on `natsUrl`, holding the shards exactly once, and a sampler that every 2
+ * ms notes each shard served by both at one instant (a split brain; productId = shard here). `stop()` ends the
+ * sampler and closes the nodes.
+ */
+async function sampledPair(label: string, options: { natsUrl?: string; logger?: Logger } = {}) {
+  const prefix = uniquePrefix(label);
+  const nodes: Cluster[] = [];
+  const overlaps = new Set<string>();
+  const sampling = { samples: 0, timer: undefined as NodeJS.Timeout | undefined };
+  const stop = async () => {
+    clearInterval(sampling.timer);
+    await cleanup(prefix, nodes);
+  };
+  try {
+    for (const id of [`${label}-a`, `${label}-b`]) {
+      const config = clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id });
+      const node = await createCluster({
+        config: { ...config, natsUrl: options.natsUrl ?? config.natsUrl },
+        logger: options.logger ?? quietLogger(),
+      });
+      nodes.push(node);
+      await node.start();
+    }
+    await until(
+      () => exactlyOnce(nodes, 8, 4),
+      10_000,
+      () => shareReport(nodes),
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  sampling.timer = setInterval(() => {
+    sampling.samples++;
+    for (let shard = 0; shard < 8; shard++)
+      if (nodes.every((node) => node.isOwner(shard))) overlaps.add(`shard ${shard}`);
+  }, 2);
+  return { prefix, nodes, overlaps, samples: () => sampling.samples, stop };
+}
 
 natsTest(
   'NATS restarts: the node stops serving its shards before their leases could expire on the server, reconnects by itself, signals reconnected and claims its shards again',
@@ -89,35 +130,11 @@ natsTest(
   'a quick NATS restart (kill -9, back at once) keeps the leases: no shard ever has two owners, and the owners keep their shards',
   async (t) => {
     const nats = await startPrivateNats();
-    const nodes: Cluster[] = [];
-    let sampler: NodeJS.Timeout | undefined;
+    let pair: Awaited<ReturnType<typeof sampledPair>> | undefined;
     try {
-      const prefix = uniquePrefix('restart-owners');
-      for (const id of ['restart-a', 'restart-b']) {
-        const config = {
-          ...clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
-          natsUrl: nats.url,
-        };
-        const node = await createCluster({ config, logger: quietLogger() });
-        nodes.push(node);
-        await node.start();
-      }
-      await until(
-        () => exactlyOnce(nodes, 8, 4),
-        10_000,
-        () => shareReport(nodes),
-      );
+      pair = await sampledPair('restart', { natsUrl: nats.url });
+      const { nodes } = pair;
       const before = nodes.map((node) => [...node.ownedShards()].sort((a, b) => a - b));
-
-      // Every 2 ms: a shard served by both nodes at one instant is a split brain (productId = shard here).
-      const overlaps: string[] = [];
-      let samples = 0;
-      sampler = setInterval(() => {
-        samples++;
-        for (let shard = 0; shard < 8; shard++)
-          if (nodes.every((node) => node.isOwner(shard)))
-            overlaps.push(`shard ${shard} at sample ${samples}`);
-      }, 2);
 
       const killedAt = Date.now();
       await nats.stop();
@@ -131,10 +148,9 @@ natsTest(
       );
       // A few renewal periods more: a claim on a wiped bucket would show by now.
       await new Promise((resolve) => setTimeout(resolve, 3000));
-      clearInterval(sampler);
-      t.log(`NATS was down ${downMs} ms; ${samples} samples`);
-      t.deepEqual(overlaps, []);
-      t.true(samples > 100, `${samples} samples`);
+      t.log(`NATS was down ${downMs} ms; ${pair.samples()} samples`);
+      t.deepEqual([...pair.overlaps], []);
+      t.true(pair.samples() > 100, `${pair.samples()} samples`);
       t.true(exactlyOnce(nodes, 8, 4), shareReport(nodes));
       // The leases lived through the restart: the holders renewed them and kept their shards.
       t.deepEqual(
@@ -142,8 +158,7 @@ natsTest(
         before,
       );
     } finally {
-      clearInterval(sampler);
-      await Promise.allSettled(nodes.map((node) => node.close()));
+      await pair?.stop();
       await nats.close();
     }
   },
@@ -204,38 +219,14 @@ natsTest(
   'NATS back at once with an empty store, two nodes: no shard ever has two owners while the buckets are made again',
   async (t) => {
     const nats = await startPrivateNats();
-    const nodes: Cluster[] = [];
     const logs = new LogCollector();
-    let sampler: NodeJS.Timeout | undefined;
+    let pair: Awaited<ReturnType<typeof sampledPair>> | undefined;
     try {
-      const prefix = uniquePrefix('wiped-owners');
-      for (const id of ['wiped-a', 'wiped-b']) {
-        const config = {
-          ...clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
-          natsUrl: nats.url,
-        };
-        const node = await createCluster({
-          config,
-          logger: createLogger({ level: 'warn', format: 'line', out: logs }),
-        });
-        nodes.push(node);
-        await node.start();
-      }
-      await until(
-        () => exactlyOnce(nodes, 8, 4),
-        10_000,
-        () => shareReport(nodes),
-      );
-      // Every 2 ms: a shard served by both nodes at one instant is a split brain (productId = shard here).
-      const overlaps: string[] = [];
-      let samples = 0;
-      sampler = setInterval(() => {
-        samples++;
-        for (let shard = 0; shard < 8; shard++)
-          if (nodes.every((node) => node.isOwner(shard)))
-            overlaps.push(`shard ${shard} at sample ${samples}`);
-      }, 2);
-
+      pair = await sampledPair('wiped', {
+        natsUrl: nats.url,
+        logger: createLogger({ level: 'warn', format: 'line', out: logs }),
+      });
+      const { nodes } = pair;
       await nats.stop();
       nats.wipeStore();
       await nats.start();
@@ -254,13 +245,11 @@ natsTest(
       );
       // A few renewal periods more: an overlap would show by now.
       await new Promise((resolve) => setTimeout(resolve, 2000));
-      clearInterval(sampler);
-      t.deepEqual([...new Set(overlaps.map((overlap) => overlap.split(' at ')[0]))], []);
-      t.true(samples > 100, `${samples} samples`);
+      t.deepEqual([...pair.overlaps], []);
+      t.true(pair.samples() > 100, `${pair.samples()} samples`);
       t.true(exactlyOnce(nodes, 8, 4), shareReport(nodes));
     } finally {
-      clearInterval(sampler);
-      await Promise.allSettled(nodes.map((node) => node.close()));
+      await pair?.stop();
       await nats.close();
     }
   },
@@ -269,51 +258,27 @@ natsTest(
 natsTest(
   'only the shards bucket deleted under two nodes: no shard ever has two owners while it is made again',
   async (t) => {
-    const nodes: Cluster[] = [];
-    let sampler: NodeJS.Timeout | undefined;
-    const prefix = uniquePrefix('shards-gone');
+    const pair = await sampledPair('shards-gone');
     try {
-      for (const id of ['gone-a', 'gone-b']) {
-        const node = await createCluster({
-          config: clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
-          logger: quietLogger(),
-        });
-        nodes.push(node);
-        await node.start();
-      }
-      await until(
-        () => exactlyOnce(nodes, 8, 4),
-        10_000,
-        () => shareReport(nodes),
-      );
-      const overlaps = new Set<string>();
-      let samples = 0;
-      sampler = setInterval(() => {
-        samples++;
-        for (let shard = 0; shard < 8; shard++)
-          if (nodes.every((node) => node.isOwner(shard))) overlaps.add(`shard ${shard}`);
-      }, 2);
       // The members bucket stays: only the shards bucket's creation time tells that every lease is gone.
       const nc = await connect({ servers: NATS_URL });
       try {
-        await (await jetstreamManager(nc)).streams.delete(`KV_${bucketNames(prefix).shards}`);
+        await (await jetstreamManager(nc)).streams.delete(`KV_${bucketNames(pair.prefix).shards}`);
       } finally {
         await nc.close();
       }
       // The old leases are trusted for at most their TTL (3 s); then every shard is owned again.
       await new Promise((resolve) => setTimeout(resolve, 4000));
       await until(
-        () => exactlyOnce(nodes, 8, 4),
+        () => exactlyOnce(pair.nodes, 8, 4),
         15_000,
-        () => shareReport(nodes),
+        () => shareReport(pair.nodes),
       );
       await new Promise((resolve) => setTimeout(resolve, 1000));
-      clearInterval(sampler);
-      t.deepEqual([...overlaps], []);
-      t.true(samples > 100, `${samples} samples`);
+      t.deepEqual([...pair.overlaps], []);
+      t.true(pair.samples() > 100, `${pair.samples()} samples`);
     } finally {
-      clearInterval(sampler);
-      await cleanup(prefix, nodes);
+      await pair.stop();
     }
   },
 );

@@ -2,7 +2,7 @@
 // reaches the named thread and only it, is sent only to the server the lost connection was on (as that server
 // names itself) and only while the id is still that client's, and a thread already gone is reported as such. A pool without the session limits (no server
 // recorded for its connections) never kills anything.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { createDb, knexConfig } from '../../lib/db';
 import { endLost, endLostLater, endServerConnection, endWaitingLost } from '../../lib/lost-connections';
@@ -123,24 +123,42 @@ mysqlOnly('a lost connection on this server is ended; one already gone is report
   t.not((await victim()).threadId, lost.threadId, 'the other pool replaced its ended connection');
 });
 
+/**
+ * A pool that reaches MariaDB through a proxy, and a lost connection (`other`'s) whose first end cannot be sent:
+ * the proxy refuses every new connection and cuts the pool's. `close()` ends the pool and the proxy.
+ */
+async function lostBehindRefusingProxy(t: ExecutionContext) {
+  const proxy = await startTcpProxy({
+    host: '127.0.0.1',
+    port: Number(new URL(database.env.DATABASE_URL).port || 3306),
+  });
+  const config = testConfig({ ...database.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) });
+  const viaProxy = createDb(config.database, { connectMs: 500, acquireMs: 1000, statementMs: 1000 });
+  const out = new LogCollector();
+  const log = createLogger({ level: 'info', format: 'line', out });
+  const close = async () => {
+    await viaProxy.destroy();
+    await proxy.close();
+  };
+  try {
+    await viaProxy.raw('SELECT 1'); // a pooled connection that knows where it is
+    const lost = { ...(await victim()), server: (await place()).server };
+    proxy.refuse();
+    proxy.cutAll();
+    t.false(await endLost(viaProxy, lost, log), 'the first try cannot reach the database');
+    return { proxy, viaProxy, out, lost, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 mysqlOnly(
   'a lost connection that cannot be ended yet (the database refuses connections) is ended once it can be',
   async (t) => {
     // The service's pool reaches MariaDB through a proxy that refuses every connection for a while.
-    const proxy = await startTcpProxy({
-      host: '127.0.0.1',
-      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
-    });
-    const config = testConfig({ ...database.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) });
-    const viaProxy = createDb(config.database, { connectMs: 500, acquireMs: 1000, statementMs: 1000 });
-    const out = new LogCollector();
-    const log = createLogger({ level: 'info', format: 'line', out });
+    const { proxy, out, lost, close } = await lostBehindRefusingProxy(t);
     try {
-      await viaProxy.raw('SELECT 1'); // a pooled connection that knows where it is
-      const lost = { ...(await victim()), server: (await place()).server };
-      proxy.refuse();
-      proxy.cutAll();
-      t.false(await endLost(viaProxy, lost, log), 'the first try cannot reach the database');
       t.true(await alive(lost.threadId));
       setTimeout(() => proxy.pass(), 1_500);
       let gone = false;
@@ -155,8 +173,7 @@ mysqlOnly(
       );
       t.regex(out.text, /Ended a lost connection on the server \(thread \d+\)/);
     } finally {
-      await viaProxy.destroy();
-      await proxy.close();
+      await close();
     }
   },
 );
@@ -179,20 +196,8 @@ mysqlOnly(
 mysqlOnly(
   "a lost connection waiting for a retry's backoff is tried at once when its pool closes",
   async (t) => {
-    const proxy = await startTcpProxy({
-      host: '127.0.0.1',
-      port: Number(new URL(database.env.DATABASE_URL).port || 3306),
-    });
-    const config = testConfig({ ...database.env, DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) });
-    const viaProxy = createDb(config.database, { connectMs: 500, acquireMs: 1000, statementMs: 1000 });
-    const out = new LogCollector();
-    const log = createLogger({ level: 'info', format: 'line', out });
+    const { proxy, viaProxy, out, lost, close } = await lostBehindRefusingProxy(t);
     try {
-      await viaProxy.raw('SELECT 1');
-      const lost = { ...(await victim()), server: (await place()).server };
-      proxy.refuse();
-      proxy.cutAll();
-      t.false(await endLost(viaProxy, lost, log), 'the first try cannot reach the database');
       proxy.pass();
       // The next background try is 1 s away; closing comes first and does not wait for it.
       const started = Date.now();
@@ -205,8 +210,7 @@ mysqlOnly(
       await new Promise((resolve) => setTimeout(resolve, 1_200));
       t.is(out.text.match(/Ended a lost connection/g)?.length, 1);
     } finally {
-      await viaProxy.destroy();
-      await proxy.close();
+      await close();
     }
   },
 );
