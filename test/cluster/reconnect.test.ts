@@ -22,7 +22,7 @@ import {
   until,
   untilOwns,
 } from './cluster-fixtures';
-import { startPrivateNats } from './private-nats';
+import { startPrivateNats, type PrivateNats } from './private-nats';
 
 /**
  * Two nodes of a fresh cluster (8 shards) on `natsUrl`, holding the shards exactly once, and a sampler that every 2
@@ -63,6 +63,18 @@ async function sampledPair(label: string, options: { natsUrl?: string; logger?: 
       if (nodes.every((node) => node.isOwner(shard))) overlaps.add(`shard ${shard}`);
   }, 2);
   return { prefix, nodes, overlaps, samples: () => sampling.samples, stop };
+}
+
+/** Restarts the private NATS with an empty store, and waits until a node says it makes the lease buckets again. */
+async function restartWithEmptyStore(nats: PrivateNats, logs: LogCollector): Promise<void> {
+  await nats.stop();
+  nats.wipeStore();
+  await nats.start();
+  await until(
+    () => logs.lines.some((line) => line.includes('The lease buckets are gone')),
+    15_000,
+    () => `no recreation logged: ${logs.text}`,
+  );
 }
 
 natsTest(
@@ -182,14 +194,7 @@ natsTest(
       await node.start();
       await untilOwns(node!, 8, 5000);
 
-      await nats.stop();
-      nats.wipeStore();
-      await nats.start();
-      await until(
-        () => logs.lines.some((line) => line.includes('The lease buckets are gone')),
-        15_000,
-        () => `no recreation logged: ${logs.text}`,
-      );
+      await restartWithEmptyStore(nats, logs);
       // Past the leases the node held before (3 s TTL): what it owns now it claimed in the new buckets.
       await new Promise((resolve) => setTimeout(resolve, 3500));
       await untilOwns(node!, 8, 15_000, 'after the buckets were recreated');
@@ -227,14 +232,7 @@ natsTest(
         logger: createLogger({ level: 'warn', format: 'line', out: logs }),
       });
       const { nodes } = pair;
-      await nats.stop();
-      nats.wipeStore();
-      await nats.start();
-      await until(
-        () => logs.lines.some((line) => line.includes('The lease buckets are gone')),
-        15_000,
-        () => `no recreation logged: ${logs.text}`,
-      );
+      await restartWithEmptyStore(nats, logs);
       // The leases of the old buckets are trusted for at most their TTL (3 s): no claim before that, then every
       // shard is owned again.
       await new Promise((resolve) => setTimeout(resolve, 3500));
