@@ -1,11 +1,12 @@
 // The login throttle, shared by every instance through the database (lib/limits/rate-limits.ts). Failed
 // password checks are counted per (e-mail, client address) and, as ceilings, per e-mail over all
-// addresses, per address over all e-mails (password spraying) and over everything. An attempt counts when
-// it STARTS, so parallel guesses cannot slip past a limit while their bcrypt compares run; a success
-// clears the (e-mail, address) counter and gives its point back to the ceilings, so they count failures.
+// addresses, per address over all e-mails (password spraying) and over everything; an IPv6 address counts by
+// its /64 (clientNetwork). An attempt counts when it STARTS, so parallel guesses cannot slip past a limit while
+// their bcrypt compares run; a success clears the (e-mail, address) counter and gives its point back to the
+// ceilings, so they count failures.
 // PATCH /members/me's currentPassword check goes through the same buckets.
 import type { Config } from '../config';
-import { limitKey, type Limiter, type RateLimits } from '../limits/rate-limits';
+import { clientNetwork, limitKey, type Limiter, type RateLimits } from '../limits/rate-limits';
 
 export interface LoginThrottleDeps {
   config: Config;
@@ -23,7 +24,7 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
   const make = deps.rateLimits.limiter;
   const pair: Bucket = {
     limiter: make('login_pair', login.failures)!,
-    key: (email, address) => limitKey(email, address),
+    key: (email, address) => limitKey(email, clientNetwork(address)),
     message: 'Too many failed logins for this account from this address',
   };
   const ceilings: Bucket[] = [
@@ -34,7 +35,7 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
     },
     {
       limiter: make('login_address', login.address),
-      key: (_email: string, address: string) => limitKey(address),
+      key: (_email: string, address: string) => limitKey(clientNetwork(address)),
       message: 'Too many failed logins from this address',
     },
     {

@@ -2,6 +2,7 @@
 // on our knex pool, table `rate_limits` from migration 20261122000040), so a limit holds across any number
 // of instances and across restarts. Keys are hashed: bounded ASCII, and no e-mail or address at rest.
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { RateLimiterMySQL, RateLimiterRes, RateLimiterSQLite } from 'rate-limiter-flexible';
 import type { RateLimit } from '../config';
 import { dialect, retryDeadlocks, type Db } from '../db';
@@ -22,6 +23,40 @@ export interface Limiter {
 
 export const limitKey = (...parts: string[]) =>
   crypto.createHash('sha256').update(parts.join('\u0000')).digest('hex');
+
+/**
+ * The network a client address is limited as. An IPv6 client counts by its /64: one subscriber is usually
+ * given a whole /64 (RFC 6177), so per address it could spread its attempts over 2^64 of them. An IPv4 address,
+ * also written as IPv4-mapped IPv6 (`::ffff:192.0.2.1`, how a dual-stack socket reports one), counts as itself.
+ * Anything else (no address known) is kept as it is.
+ */
+export function clientNetwork(address: string): string {
+  if (!net.isIPv6(address)) return address;
+  const groups = ipv6Groups(address.split('%')[0]);
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address ('::' and a dotted IPv4 tail expanded). */
+function ipv6Groups(address: string): number[] {
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const split = (part: string | undefined) => (part ? part.split(':') : []);
+  const front = split(head);
+  const back = split(tail);
+  const last = tail === undefined ? front : back;
+  const ipv4 = last.at(-1)?.includes('.') ? last.pop()!.split('.').map(Number) : null;
+  const numbers = (groups: string[]) => groups.map((group) => parseInt(group, 16));
+  const tailNumbers = ipv4 ? [(ipv4[0] << 8) | ipv4[1], (ipv4[2] << 8) | ipv4[3]] : [];
+  const zeros = new Array<number>(8 - front.length - back.length - tailNumbers.length).fill(0);
+  return tail === undefined
+    ? [...numbers(front), ...tailNumbers]
+    : [...numbers(front), ...zeros, ...numbers(back), ...tailNumbers];
+}
 
 export function retryAfterSeconds(msBeforeNext: number): number {
   return Math.max(1, Math.ceil(msBeforeNext / 1000));

@@ -120,11 +120,15 @@ test('a login the server is too busy to check (503) is no failure: it never lock
   });
   t.teardown(() => app.close());
   const member = await createMember(app);
-  // Another member whose stored hash is costly (cost 12): its login holds the one compare for ~0.1-0.3 s.
-  const slow = await createMember({ db: app.db, tokens: app.bundle.services.tokens, bcryptCost: 12 });
+  // Another member whose stored hash is costly (cost 13): its login holds the one compare for ~0.2-0.6 s.
+  const slow = await createMember({ db: app.db, tokens: app.bundle.services.tokens, bcryptCost: 13 });
   t.is((await attempt(app, (await createMember(app)).email, 'Password-123')).status, 200); // warm the app
   const holding = attempt(app, slow.email, slow.password);
-  await sleep(50);
+  // Until its compare holds the one slot (a fixed sleep was too short on a busy machine: a login below took it).
+  const hasher = app.bundle.services.hasher;
+  const until = Date.now() + 5000;
+  while (hasher.load().running === 0 && Date.now() < until) await sleep(2);
+  t.is(hasher.load().running, 1);
   // Four of this member's logins meanwhile are refused (four: attempts count while they run, and five at once
   // would fill the pair's limit).
   const refused = await Promise.all(
@@ -183,6 +187,39 @@ test('per-address ceiling over all e-mails bounds password spraying; another add
   assertError(t, refused, 429, 'TOO_MANY_REQUESTS', LOGIN);
   t.is(refused.body.message, 'Too many failed logins from this address');
   t.is((await attempt(app, member.email, member.password, '203.0.113.8')).status, 200);
+});
+
+test('an IPv6 client counts by its /64: other addresses of it share the buckets, another /64 does not', async (t) => {
+  const app = await startTestApp({
+    env: { ...PROXIED, LOGIN_ADDRESS_LIMIT: '3/900', SIGNUP_ADDRESS_LIMIT: '2/3600' },
+  });
+  t.teardown(() => app.close());
+  for (const from of ['2001:db8:7:1::1', '2001:db8:7:1::2', '2001:db8:7:1:abcd::3']) {
+    const res = await attempt(app, `sprayed-${uniq()}@example.test`, 'Summer2026!', from);
+    assertError(t, res, 401, 'INVALID_CREDENTIALS', LOGIN);
+  }
+  const member = await createMember(app);
+  const refused = await attempt(app, member.email, member.password, '2001:db8:7:1:ffff::4');
+  assertError(t, refused, 429, 'TOO_MANY_REQUESTS', LOGIN);
+  t.is(refused.body.message, 'Too many failed logins from this address');
+  t.is((await attempt(app, member.email, member.password, '2001:db8:7:2::1')).status, 200);
+
+  // Signups too (every request counts): two from the /64, then the third from a new address in it is 429.
+  const signup = (from: string) =>
+    app.request('POST', '/api/v1/auth/signup', {
+      body: {
+        email: `new-${uniq()}@example.test`,
+        password: 'Password-123',
+        name: 'N',
+        phone: '0101234567',
+        role: 'BUYER',
+      },
+      headers: { 'X-Forwarded-For': from },
+    });
+  t.is((await signup('2001:db8:8:1::1')).status, 201);
+  t.is((await signup('2001:db8:8:1::2')).status, 201);
+  assertError(t, await signup('2001:db8:8:1::3'), 429, 'TOO_MANY_REQUESTS', '/api/v1/auth/signup');
+  t.is((await signup('2001:db8:8:2::1')).status, 201);
 });
 
 test('global ceiling: failures from many addresses on many e-mails are bounded', async (t) => {
