@@ -12,6 +12,11 @@ export function runWithContext<T>(context: RequestContext, fn: () => T): T {
   return storage.run(context, fn);
 }
 
+/** Runs `fn` (and the async work it starts) outside any request's context. */
+export function outsideRequest<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
+
 export function currentRequestId(): string | undefined {
   return storage.getStore()?.requestId;
 }

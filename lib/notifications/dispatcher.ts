@@ -1,13 +1,16 @@
 // Delivers outbox rows after commit, asynchronously: each becomes a `notifications` row for its recipient
 // (the unique outbox_id collapses duplicate deliveries, so at-least-once delivery is exactly-once
-// visible) and a log line carrying the request id of the request that caused it. Failed deliveries are
-// retried with exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
+// visible) and a log line carrying the request id of the request that caused it. The line is written inside the
+// delivery's transaction, before its COMMIT: a crash after the COMMIT cannot lose it, and one before it delivers
+// (and logs) the row again, so the line is at least once, like the delivery. Failed deliveries are retried with
+// exponential backoff; rows left pending by a crash are picked up on start and by a slow sweep.
 import Emittery from 'emittery';
 import type { Knex } from 'knex';
 import { outcomeRead, transactionWithOutcome, type OutcomeOptions } from '../commit-outcome';
 import { dialect, type Db } from '../db';
 import { safeErrorMessage } from '../db-errors';
 import type { Logger } from '../logger';
+import { outsideRequest } from '../request-context';
 
 export interface DispatcherEvents {
   /** After each delivered batch (tests and metrics listen). */
@@ -62,16 +65,13 @@ export function inClaimTransaction<T>(
   return transactionWithOutcome({ db, ...outcome, config, unknown }, run);
 }
 
-/** A delivery's COMMIT was lost and the database could not tell whether it applied (checked again later). */
+/** A delivery's COMMIT was lost and the database could not tell whether it applied (its rows are retried). */
 class DeliveryOutcomeUnknown extends Error {
   constructor() {
     super('The outcome of a delivery whose COMMIT was lost could not be checked');
     this.name = 'DeliveryOutcomeUnknown';
   }
 }
-
-/** How many deliveries of unknown outcome are kept for a later check (each holds one batch's rows). */
-const UNVERIFIED_AT_MOST = 100;
 
 /**
  * Whether the delivery of `rows` at `at` is in the database (after a lost COMMIT: did it apply?): every row marked
@@ -128,34 +128,42 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   let stopped = true;
   let retryTimer: NodeJS.Timeout | null = null;
   let sweepTimer: NodeJS.Timeout | null = null;
-  /**
-   * Deliveries whose COMMIT was lost and could not be checked. The rows are due again either way (the retries touch
-   * only undelivered ones), so what is left to learn is whether to write their log lines: once the database answers,
-   * a delivery found applied (its rows delivered at its moment) is logged then.
-   */
-  const unverified: Array<{ rows: PendingRow[]; at: Date }> = [];
-
-  /** The delivery's log lines (one per row) and its event. */
-  async function delivered(rows: PendingRow[]): Promise<void> {
+  /** The delivery's log lines, one per row (inside its transaction, before the COMMIT). */
+  function logDeliveries(rows: PendingRow[]): void {
     for (const row of rows) {
       const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
       const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';
-      // The originating request's id, so the delivery can be traced back to the request that caused it.
+      // The originating request's id, so the delivery can be traced back to the request that caused it (none for
+      // the system's own changes, such as an expiry: the run is outside any request, see kick).
       log.info(
         { requestId: row.request_id ?? undefined },
         `Delivered ${row.event_type}${what} for order ${payload.orderId} to member ${row.recipient_id} (outbox ${row.id})`,
       );
     }
-    await events.emit('delivered', { outboxIds: rows.map((row) => Number(row.id)) });
   }
 
-  /** Checks the deliveries of unknown outcome, oldest first; stops at the first check that fails (kept for later). */
-  async function verifyUnknown(): Promise<void> {
-    while (unverified.length > 0) {
-      const { rows, at } = unverified[0];
-      const applied = await deliveryCommitted(db, rows, at);
-      unverified.shift();
-      if (applied) await delivered(rows);
+  /**
+   * After a failed delivery: each row is due again after its backoff (a row delivered meanwhile is left alone).
+   * One UPDATE per attempt count; the first that fails ends it (the database is down: the rows stay due now, and
+   * the retry timer comes back to them), so a stop() is never held up by one UPDATE per row.
+   */
+  async function backOff(rows: PendingRow[], message: string): Promise<void> {
+    const byAttempts = new Map<number, Array<number | string>>();
+    for (const row of rows)
+      byAttempts.set(row.attempts + 1, [...(byAttempts.get(row.attempts + 1) ?? []), row.id]);
+    for (const [attempts, ids] of byAttempts) {
+      try {
+        await db('notification_outbox')
+          .whereIn('id', ids)
+          .whereNull('delivered_at')
+          .update({
+            attempts,
+            last_error: message.slice(0, 1000),
+            next_attempt_at: new Date(Date.now() + backoffMs(attempts, base, max)),
+          });
+      } catch {
+        return;
+      }
     }
   }
 
@@ -163,10 +171,9 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   async function deliverBatch(): Promise<number> {
     const now = new Date();
     let rows: PendingRow[] = [];
-    // A COMMIT lost on the way is checked (lib/commit-outcome.ts): applied, the rows were delivered and are logged
-    // below; not applied or unknown, the failure path retries them (a row already delivered is never delivered
-    // again: the retries touch only undelivered rows, and the claim skips delivered ones), and an unknown one is
-    // checked again before the next run (verifyUnknown), to log it if it applied.
+    // A COMMIT lost on the way is checked (lib/commit-outcome.ts): applied, the rows were delivered; not applied
+    // or unknown, the failure path retries them (a row already delivered is never delivered again: the retries
+    // touch only undelivered rows, and the claim skips delivered ones).
     const outcome = {
       logger: options.logger,
       committed: (claimed: PendingRow[]) => deliveryCommitted(db, claimed, now),
@@ -196,6 +203,7 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
             )
             .whereNull('delivered_at')
             .update({ delivered_at: now, attempts: db.raw('attempts + 1') });
+          logDeliveries(rows);
           return rows;
         },
         outcome,
@@ -204,31 +212,13 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
       if (rows.length === 0) throw err; // nothing claimed: reading the outbox failed
       const message = safeErrorMessage(err); // stored in last_error: never SQL text or bound values
       log.warn({ err }, `Delivery of ${rows.length} notification(s) failed; retrying with backoff`);
-      for (const row of rows) {
-        const attempts = row.attempts + 1;
-        await db('notification_outbox')
-          .where('id', row.id)
-          .whereNull('delivered_at')
-          .update({
-            attempts,
-            last_error: message.slice(0, 1000),
-            next_attempt_at: new Date(Date.now() + backoffMs(attempts, base, max)),
-          })
-          .catch(() => undefined); // the database is down: the row stays due and is retried by the timer
-      }
-      if (err instanceof DeliveryOutcomeUnknown) {
-        if (unverified.length === UNVERIFIED_AT_MOST) {
-          const [dropped] = unverified.splice(0, 1);
-          log.error(`The delivery of ${dropped.rows.length} notification(s) stays unverified; not logged`);
-        }
-        unverified.push({ rows, at: now });
-      }
+      await backOff(rows, message);
       await events.emit('failed', { outboxIds: rows.map((row) => Number(row.id)), error: message });
       scheduleRetry(backoffMs(rows[0].attempts + 1, base, max));
       return 0;
     }
     if (rows.length === 0) return 0;
-    await delivered(rows);
+    await events.emit('delivered', { outboxIds: rows.map((row) => Number(row.id)) });
     return rows.length;
   }
 
@@ -236,7 +226,6 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     do {
       again = false;
       try {
-        await verifyUnknown();
         while ((await deliverBatch()) === batchSize);
       } catch (err) {
         // Reading the outbox failed (database unavailable): try again later.
@@ -261,15 +250,20 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
     retryTimer.unref();
   }
 
-  /** Asks for a delivery run (after a commit); runs coalesce. */
+  /**
+   * Asks for a delivery run (after a commit); runs coalesce. The run is outside the kicking request's context: it
+   * delivers other requests' rows too, each logged with its own request id.
+   */
   function kick(): void {
     if (stopped) return;
     if (running) {
       again = true;
       return;
     }
-    running = drain().finally(() => {
+    running = outsideRequest(drain).finally(() => {
       running = null;
+      // Kicked after the run's last look at `again` but before this: that kick starts its run now.
+      if (again) kick();
     });
   }
 

@@ -4,6 +4,7 @@ import test from 'ava';
 import { backoffMs, createNotificationDispatcher } from '../../lib/notifications/dispatcher';
 import { writeOutbox } from '../../lib/notifications/outbox';
 import { createLogger } from '../../lib/logger';
+import { runWithContext } from '../../lib/request-context';
 import { createMember } from '../helpers/factories';
 import { LogCollector, startTestApp, type TestApp } from '../helpers/harness';
 import { watchQueries, type QueryEvent } from '../helpers/queries';
@@ -335,3 +336,101 @@ test.serial('the pause is 100 ms when not configured (the default README.md stat
     await dispatcher.stop();
   }
 });
+
+test.serial(
+  "a failed batch's rows get their backoff in one UPDATE per attempt count, not one per row",
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const quiet = createLogger({ level: 'fatal', format: 'line', out: new LogCollector() });
+    const dispatcher = createNotificationDispatcher({
+      db: app.db,
+      logger: quiet,
+      baseBackoffMs: 60_000,
+      maxBackoffMs: 60_000,
+    });
+    const ids: number[] = [];
+    for (let i = 0; i < 12; i++) ids.push(await outboxRow(seller.id, 6200 + i, `backoff-${i}`));
+    // Half the rows failed twice before: the batch has two attempt counts.
+    await app.db('notification_outbox').whereIn('id', ids.slice(0, 6)).update({ attempts: 2 });
+    const backoffs = watchQueries(app.db, (q) =>
+      /^update [`"]notification_outbox[`"] set [`"]attempts[`"]/i.test(q.sql),
+    );
+    await app.db.schema.renameTable('notifications', 'notifications_away');
+    let failed = 0;
+    dispatcher.events.on('failed', () => {
+      failed += 1;
+    });
+    try {
+      dispatcher.start();
+      await eventually(async () => failed === 1, 5000);
+      t.is(backoffs.count(), 2);
+      const rows = await app.db('notification_outbox').whereIn('id', ids).orderBy('id');
+      t.deepEqual(
+        rows.map((row: { attempts: number }) => row.attempts),
+        [3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1],
+      );
+      t.true(
+        rows.every(
+          (row: { delivered_at: unknown; last_error: string | null }) =>
+            row.delivered_at === null && row.last_error,
+        ),
+      );
+      t.true(
+        rows.every(
+          (row: { next_attempt_at: Date | string }) =>
+            new Date(row.next_attempt_at).getTime() > Date.now() + 30_000,
+        ),
+      );
+    } finally {
+      backoffs.stop();
+      await dispatcher.stop();
+      await app.db.schema.renameTable('notifications_away', 'notifications');
+      await app.db('notification_outbox').whereIn('id', ids).delete();
+    }
+  },
+);
+
+test.serial(
+  'a run woken inside a request logs each row with its own request id, and none for a row without one',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const logs = new LogCollector();
+    const dispatcher = createNotificationDispatcher({
+      db: app.db,
+      logger: createLogger({ level: 'info', format: 'line', out: logs }),
+    });
+    await app.db.transaction((trx) =>
+      writeOutbox(
+        trx,
+        [
+          {
+            type: 'OrderCreated',
+            recipientId: seller.id,
+            payload: { sellerId: seller.id, orderId: 6300, orderNumber: 'N-6300' },
+          },
+        ],
+        new Date(),
+        null,
+      ),
+    );
+    const own = await outboxRow(seller.id, 6301, 'own-request-1');
+    const delivered: number[] = [];
+    dispatcher.events.on('delivered', ({ outboxIds }) => {
+      delivered.push(...outboxIds);
+    });
+    try {
+      // Started (and so kicked) from inside another request's context.
+      runWithContext({ requestId: 'kicking-request' }, () => dispatcher.start());
+      await eventually(async () => delivered.includes(own), 5000);
+      const line = (orderId: number) => logs.lines.find((l) => l.includes(`for order ${orderId} `)) ?? '';
+      t.regex(line(6300), /\[INFO\] \[-\] \[NotificationDispatcher\] Delivered OrderCreated for order 6300 /);
+      t.regex(
+        line(6301),
+        /\[own-request-1\] \[NotificationDispatcher\] Delivered OrderCreated for order 6301 /,
+      );
+      t.false(logs.text.includes('kicking-request'));
+    } finally {
+      await dispatcher.stop();
+    }
+  },
+);
