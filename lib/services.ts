@@ -27,7 +27,7 @@ import { createIdempotencyStore } from './orders/idempotency';
 import { createOrderService } from './orders/order-service';
 import { createOrderExpiry } from './orders/order-expiry';
 import { createMetrics } from './metrics/metrics';
-import { countPendingOutbox } from './notifications/outbox';
+import { countPendingOutbox, pruneDeliveredOutbox } from './notifications/outbox';
 import { createOrderWriter } from './orders/order-writer';
 import type { StockWriter } from './inventory/inventory';
 import { bridgeAppEvents } from './cluster/app-events';
@@ -114,6 +114,7 @@ export function createServices(deps: Deps) {
     targets: [
       { name: 'refreshTokens', prune: (now) => refreshTokens.prune(now) },
       { name: 'idempotencyKeys', prune: (now) => idempotency.prune(now) },
+      { name: 'deliveredOutbox', prune: (now) => pruneDeliveredOutbox(deps.db, now) },
     ],
   });
   const images = createImageService({ ...deps, events, quotas });

@@ -1,6 +1,7 @@
 // Scheduled pruning, so tables that every request appends to stay bounded: used, revoked and expired refresh
-// tokens (one client refreshing in a loop added 143 rows/s, kept for 7 days) and Idempotency-Keys past their
-// 24 h window. Every PRUNE_INTERVAL_SECONDS; a failed pass is logged and the next one tries again.
+// tokens (one client refreshing in a loop added 143 rows/s, kept for 7 days), Idempotency-Keys past their
+// 24 h window, and outbox rows delivered more than 24 h ago (every order and status change adds one; the
+// notification itself stays). Every PRUNE_INTERVAL_SECONDS; a failed pass is logged and the next one tries again.
 import type { Logger } from '../logger';
 import { createPeriodic } from './periodic';
 

@@ -2,6 +2,7 @@
 // so an event exists if and only if its cause committed. The dispatcher delivers them after commit.
 import { dialect, type Db, type Trx } from '../db';
 import { insertRows } from '../insert-rows';
+import { deleteInBatches } from '../query-helpers';
 import { currentRequestId } from '../request-context';
 import type { OrderCreatedPayload, OrderStatusChangedPayload } from './notification-schemas';
 
@@ -69,4 +70,26 @@ export async function countPendingOutbox(db: Db, timeoutMs: number): Promise<num
     .first()
     .timeout(timeoutMs, { cancel: dialect.isMysql(db) })) as { pending: number | string } | undefined;
   return Number(row?.pending ?? 0);
+}
+
+/**
+ * How long a delivered outbox row is kept: its notification is in `notifications` (the member's list) and its log
+ * line written; only a lost COMMIT's check reads it again, within seconds.
+ */
+export const DELIVERED_OUTBOX_KEPT_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Scheduled pruning: rows delivered more than DELIVERED_OUTBOX_KEPT_MS ago, a batch at a time. The row with the
+ * highest id always stays, so the table's next id never starts over (a server that restarts its AUTO_INCREMENT
+ * from the highest row left would hand out an outbox id a notification already names, and its delivery would
+ * collapse into that notification).
+ */
+export async function pruneDeliveredOutbox(db: Db, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - DELIVERED_OUTBOX_KEPT_MS);
+  const newest = (await db('notification_outbox').max({ id: 'id' }).first()) as
+    { id: number | null } | undefined;
+  if (!newest?.id) return 0;
+  return deleteInBatches(db, 'notification_outbox', (q) =>
+    q.where('delivered_at', '<', before).where('id', '<', newest.id!),
+  );
 }
