@@ -364,11 +364,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const corsOrigins = v.CORS_ORIGINS.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
+  // A wildcard only as the whole leftmost label, before at least two fixed ones: `https://*.example.com`. Anywhere
+  // else it would also allow someone else's site (`https://*example.com` matches `https://evilexample.com`,
+  // `https://*.example.*` matches `https://www.example.evil.test`), with credentials.
   for (const origin of corsOrigins) {
-    if (!/^https?:\/\/[A-Za-z0-9.*-]+(:\d+)?$/.test(origin)) {
+    if (!/^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d+)?$/.test(origin)) {
       throw new ConfigError(
         'CORS_ORIGINS',
-        `Invalid configuration: CORS_ORIGINS entry "${origin}" is not an origin`,
+        `Invalid configuration: CORS_ORIGINS entry "${origin}" is not an origin` +
+          (origin.includes('*')
+            ? ' (a wildcard stands only for whole leading labels: https://*.example.com)'
+            : ''),
+      );
+    }
+    if (origin.includes('*') && !/^https?:\/\/\*\.[A-Za-z0-9-]+\.[A-Za-z0-9-]+/.test(origin)) {
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `Invalid configuration: CORS_ORIGINS entry "${origin}" matches too much: a wildcard needs at least two fixed labels after it (https://*.example.com)`,
       );
     }
   }

@@ -81,6 +81,23 @@ test('every bad value names its variable', (t) => {
   }
 });
 
+test('CORS_ORIGINS: a wildcard only as whole leading labels before two fixed ones; anywhere else it is refused', (t) => {
+  const origins = 'https://*.example.com,https://*.shop.example.co.uk:8443,http://localhost:5173';
+  t.deepEqual(loadConfig({ ...base, CORS_ORIGINS: origins }).corsOrigins, origins.split(','));
+  for (const origin of [
+    'https://*example.com', // would match https://evilexample.com
+    'https://*.example.*', // would match https://www.example.evil.test
+    'https://app-*.example.com',
+    'https://*.com',
+    'https://*',
+    'https://a.*.example.com',
+  ]) {
+    const err = configError(t, { ...base, CORS_ORIGINS: origin });
+    t.is(err.variable, 'CORS_ORIGINS', origin);
+    t.true(err.message.includes(origin), err.message);
+  }
+});
+
 test('production refuses to start without JWT_SECRET', (t) => {
   const err = configError(t, { NODE_ENV: 'production' });
   t.is(err.variable, 'JWT_SECRET');
