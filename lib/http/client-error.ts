@@ -1,13 +1,19 @@
 // Requests Node's HTTP layer refuses before any middleware runs (a malformed request line or header, headers
 // over the size limit, a request slower than HTTP_HEADERS_TIMEOUT_MS / HTTP_REQUEST_TIMEOUT_MS): answered in
 // API.md's error body with an X-Request-Id, as every other response is, instead of Node's bare status line.
-// The connection then closes, as Node's own answer closes it: the parser cannot go on after such a request.
+// The connection then closes, as Node's own answer closes it: the parser cannot go on after such a request. It
+// is destroyed once the answer is written, not only ended: a client that keeps its side open (half-open), or
+// keeps sending a body it was too slow with, must not hold the connection (HTTP_MAX_CONNECTIONS) or finish a
+// request it was told timed out.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import { errorBody } from './error-body';
+
+/** How long an answer that is not taken may keep its socket. */
+const CLOSE_AFTER_MS = 1_000;
 
 function errorFor(code: string | undefined): AppError {
   if (code === 'HPE_HEADER_OVERFLOW') {
@@ -48,7 +54,10 @@ export function answerClientErrors(logger: Logger) {
         'X-Content-Type-Options: nosniff\r\n' +
         'Connection: close\r\n\r\n' +
         json,
+      () => socket.destroy(),
     );
+    // A client that does not read even this answer: the socket goes anyway.
+    setTimeout(() => socket.destroy(), CLOSE_AFTER_MS).unref();
     log.info(
       { requestId },
       `${error.status} ${error.code} before routing${path ? ` (${path})` : ''}: ${err.code ?? err.message}`,
