@@ -41,7 +41,7 @@ function migratingElsewhere(err: unknown): boolean {
  * wait until it is free (then find nothing pending) rather than fail. A lock still taken after
  * `migrateLockWaitMs` fails the start: a migrator that crashed leaves it taken.
  */
-async function migrate(db: Db, config: Config, logger: Logger): Promise<void> {
+async function migrate(db: Db, config: Config, logger: Logger, stopWaiting?: AbortSignal): Promise<void> {
   const log = logger.child({ component: 'Database' });
   const deadline = Date.now() + config.migrateLockWaitMs;
   for (let told = false; ;) {
@@ -60,6 +60,8 @@ async function migrate(db: Db, config: Config, logger: Logger): Promise<void> {
           { cause: err },
         );
       }
+      // Waiting holds nothing, so a stop signal ends the wait (a migration under way is never cut short).
+      if (stopWaiting?.aborted) throw new StartStopped();
       if (!told) log.info('Another instance is migrating the database: waiting for it');
       told = true;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -67,14 +69,29 @@ async function migrate(db: Db, config: Config, logger: Logger): Promise<void> {
   }
 }
 
-export async function prepareDatabase(db: Db, config: Config, logger: Logger): Promise<void> {
-  if (config.migrateOnStart) await migrate(db, config, logger);
+/** A start given up on a stop signal while it waited for another instance's migration. */
+export class StartStopped extends Error {
+  constructor() {
+    super('Stopped while waiting for the migration lock');
+    this.name = 'StartStopped';
+  }
+}
+
+export async function prepareDatabase(
+  db: Db,
+  config: Config,
+  logger: Logger,
+  stopWaiting?: AbortSignal,
+): Promise<void> {
+  if (config.migrateOnStart) await migrate(db, config, logger, stopWaiting);
   if (config.seedOnStart) await seedDemo(db, config);
 }
 
 export interface StartServiceOptions {
   /** The SQLite checkpoint worker's script (tests stand in one that fails); the checkpointer by default. */
   walCheckpointWorker?: string;
+  /** Aborted: a wait for another instance's migration lock ends (StartStopped); nothing under way is cut short. */
+  stopWaiting?: AbortSignal;
 }
 
 export async function startService(
@@ -85,7 +102,7 @@ export async function startService(
   // Migrations (DDL on large tables) may take longer than a request's statement timeout: no limits there.
   const setup = createDb(config.database, undefined, logger);
   try {
-    await prepareDatabase(setup, config, logger);
+    await prepareDatabase(setup, config, logger, options.stopWaiting);
   } finally {
     await setup.destroy();
   }
@@ -147,24 +164,9 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.log);
   const log = logger.child({ component: 'Server' });
-  let service: RunningService;
-  try {
-    service = await startService(config, logger);
-  } catch (err) {
-    log.fatal({ err }, `Failed to start: ${(err as Error).message}`);
-    process.exit(1);
-  }
-  const dbName = config.database.client === 'sqlite' ? `SQLite ${config.database.filename}` : 'MySQL';
-  const clusterNote = config.cluster
-    ? `, cluster ${config.cluster.prefix} as ${config.cluster.instanceId} with ${service.bundle.services.cluster?.ownedShards().length ?? 0} of ${config.cluster.shards} shards`
-    : '';
-  log.info(
-    `Listening on ${config.host}:${(service.server.address() as { port: number }).port} (${dbName}${clusterNote})`,
-  );
 
-  const onSignal = (signal: string) => {
-    log.info(`${signal} received, shutting down`);
-    service.shutdown().then(
+  const stop = (running: RunningService) =>
+    running.shutdown().then(
       () => {
         log.info('Shutdown complete');
         process.exit(0);
@@ -174,9 +176,42 @@ async function main(): Promise<void> {
         process.exit(1);
       },
     );
+  // Listened for before starting: a signal during the start (migrations hold the database's migration lock) must
+  // not kill the process halfway; the start finishes, then the service stops as it would once running.
+  let service: RunningService | null = null;
+  const signalled = new AbortController();
+  const onSignal = (signal: string) => {
+    if (signalled.signal.aborted) return;
+    signalled.abort();
+    log.info(`${signal} received, ${service ? 'shutting down' : 'shutting down once started'}`);
+    if (service) void stop(service);
   };
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
+
+  let started: RunningService;
+  try {
+    started = await startService(config, logger, { stopWaiting: signalled.signal });
+  } catch (err) {
+    if (err instanceof StartStopped) {
+      log.info(`${err.message}; nothing was started`);
+      process.exit(0);
+    }
+    log.fatal({ err }, `Failed to start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  service = started;
+  if (signalled.signal.aborted) {
+    void stop(started);
+    return;
+  }
+  const dbName = config.database.client === 'sqlite' ? `SQLite ${config.database.filename}` : 'MySQL';
+  const clusterNote = config.cluster
+    ? `, cluster ${config.cluster.prefix} as ${config.cluster.instanceId} with ${started.bundle.services.cluster?.ownedShards().length ?? 0} of ${config.cluster.shards} shards`
+    : '';
+  log.info(
+    `Listening on ${config.host}:${(started.server.address() as { port: number }).port} (${dbName}${clusterNote})`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

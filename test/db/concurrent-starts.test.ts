@@ -14,7 +14,7 @@ import { createDb, type Db } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
-import { startServerProcess } from '../helpers/server-process';
+import { spawnServerProcess, startServerProcess } from '../helpers/server-process';
 
 const ROOT = path.join(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -109,6 +109,36 @@ test.serial('a lock nobody releases fails the start after the wait, naming how t
     await db.destroy();
   }
 });
+
+test.serial(
+  'SIGTERM while the server process waits for the migration lock: it stops at once with 0, the lock untouched',
+  async (t) => {
+    const config = testConfig(database.env);
+    const db = createDb(config.database);
+    try {
+      await db.migrate.latest();
+      await db('knex_migrations_lock').update({ is_locked: 1 });
+      const server = spawnServerProcess({ ...database.env, MIGRATE_LOCK_WAIT_MS: '60000' });
+      const until = Date.now() + 30_000;
+      while (!server.output().includes('Another instance is migrating') && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      t.true(server.output().includes('Another instance is migrating'), server.output());
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      const ended = await server.ended;
+      t.deepEqual(ended, { code: 0, signal: null }, server.output());
+      t.true(Date.now() - signalledAt < 2000, `stopped after ${Date.now() - signalledAt} ms`);
+      t.regex(server.output(), /SIGTERM received, shutting down once started/);
+      t.regex(server.output(), /Stopped while waiting for the migration lock; nothing was started/);
+      // Still the other migrator's: a stopped waiter neither took nor freed it.
+      t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 1);
+    } finally {
+      await db('knex_migrations_lock').update({ is_locked: 0 });
+      await db.destroy();
+    }
+  },
+);
 
 // knex's own tables' race (both instances found them missing, one CREATE failed with "already exists") is waited
 // out like the lock, but one that is still failing when the wait runs out is no race: the start fails with

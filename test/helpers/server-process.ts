@@ -16,7 +16,8 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+/** The service's process, started: its output so far, its exit code (null when a signal ended it) and signal. */
+export function spawnServerProcess(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'lib/server.ts'], {
     cwd: root,
     env: {
@@ -34,15 +35,24 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
   });
   const chunks: string[] = [];
   const output = () => chunks.join('');
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdout!.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, output, ended };
+}
+
+export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const { child, output, ended } = spawnServerProcess(env);
+  const exited = ended.then(({ code }) => code);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       // A process that never listened is not left running behind the failed test.
       child.kill('SIGKILL');
       reject(new Error(`server did not start:\n${output()}`));
     }, 30_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      chunks.push(chunk.toString());
+    child.stdout!.on('data', () => {
       const match = /Listening on [\d.]+:(\d+)/.exec(output());
       if (match) {
         clearTimeout(timer);
@@ -50,7 +60,6 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
         resolve({ child, url: `http://127.0.0.1:${port}`, port, output, exited });
       }
     });
-    child.stderr!.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${output()}`));
