@@ -19,6 +19,12 @@ import { observeSince, type HttpObserver } from './http-metrics';
 import { accessLog, requestIdFor } from './request-id';
 
 export const DEFAULT_RESPONSE_MEMO_ENTRIES = 1_000;
+/**
+ * The bodies' bytes held at most. Entries are keyed by the URL as sent, so many spellings of one request (query
+ * parameters reordered, `page=00`, parameters a route ignores) each hold a copy: counted per entry, the memo
+ * stays bounded whatever the URLs and the documents' sizes.
+ */
+export const DEFAULT_RESPONSE_MEMO_BYTES = 64 * 1024 * 1024;
 
 /** Headers a 304 does not carry (Koa removes them when the status is set to 304). */
 const NOT_ON_304 = new Set(['content-type', 'content-length', 'transfer-encoding']);
@@ -40,14 +46,15 @@ export interface ResponseMemo {
   record: Middleware;
   /** The server's request listener: replays a current entry, or hands the request to `pipeline`. */
   listener(pipeline: http.RequestListener): http.RequestListener;
-  /** Entries held, and requests answered by replay since start. */
-  stats(): { entries: number; replays: number };
+  /** Entries held, their bodies' bytes, and requests answered by replay since start. */
+  stats(): { entries: number; bytes: number; replays: number };
 }
 
 export interface ResponseMemoDeps {
   logger: Logger;
   observe: HttpObserver;
   maxEntries?: number;
+  maxBytes?: number;
 }
 
 function eligible(req: http.IncomingMessage): boolean {
@@ -56,10 +63,19 @@ function eligible(req: http.IncomingMessage): boolean {
 
 export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
   const maxEntries = deps.maxEntries ?? DEFAULT_RESPONSE_MEMO_ENTRIES;
+  const maxBytes = deps.maxBytes ?? DEFAULT_RESPONSE_MEMO_BYTES;
   const log = accessLog(deps.logger);
   // Keyed by the raw request target (path and query exactly as sent); Map order = least recently used first.
   const entries = new Map<string, Entry>();
+  let bytes = 0;
   let replays = 0;
+
+  function drop(key: string): void {
+    const entry = entries.get(key);
+    if (!entry) return;
+    entries.delete(key);
+    bytes -= entry.body.length;
+  }
 
   const record: Middleware = async function responseMemoRecorder(ctx, next) {
     await next();
@@ -78,18 +94,24 @@ export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
       headers.push(name, String(value));
       if (!NOT_ON_304.has(lower)) headers304.push(name, String(value));
     }
+    const body = Buffer.from(document.json);
+    if (body.length > maxBytes) return;
     const key = ctx.originalUrl;
-    entries.delete(key);
-    if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
+    drop(key);
+    // Least recently used first, until this entry fits both bounds.
+    while (entries.size >= maxEntries || (entries.size > 0 && bytes + body.length > maxBytes)) {
+      drop(entries.keys().next().value as string);
+    }
     entries.set(key, {
       path: ctx.path,
       route: ctx.routerPath,
       etag: `"${document.hash}"`,
       headers,
       headers304,
-      body: Buffer.from(document.json),
+      body,
       current: document.current,
     });
+    bytes += body.length;
   };
 
   function replay(entry: Entry, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -122,10 +144,10 @@ export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
                 entries.set(key, entry);
                 return replay(entry, req, res);
               }
-              entries.delete(key);
+              drop(key);
             } catch {
               // Never a 500 from here: an entry that fails is dropped and Koa answers (if nothing was sent).
-              entries.delete(key);
+              drop(key);
               if (res.headersSent) return;
             }
           }
@@ -133,6 +155,6 @@ export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
         return pipeline(req, res);
       };
     },
-    stats: () => ({ entries: entries.size, replays }),
+    stats: () => ({ entries: entries.size, bytes, replays }),
   };
 }
