@@ -4,7 +4,7 @@
 // checked the product and counted its images, and files are moved before the commit and removed again if
 // anything fails, so rows and files never disagree.
 import crypto from 'node:crypto';
-import { createReadStream, type ReadStream } from 'node:fs';
+import type { ReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AuthMember } from '../auth/tokens';
@@ -259,16 +259,23 @@ export function createImageService({ config, db, logger, events, quotas }: Image
       const filePath = path.join(productDir(productId), fileName);
       // Belt and braces: the name pattern already rules out separators and dots-only segments.
       if (path.dirname(filePath) !== productDir(productId)) throw new NotFoundError('File not found');
-      let size: number;
+      // Opened here, not by the stream when it first reads: a file deleted meanwhile is a 404 now, never a stream
+      // error after the 200's headers were decided.
+      let handle: fs.FileHandle;
       try {
-        const stat = await fs.stat(filePath);
-        if (!stat.isFile()) throw new NotFoundError('File not found');
-        size = stat.size;
+        handle = await fs.open(filePath, 'r');
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError('File not found');
         throw err;
       }
-      return { stream: createReadStream(filePath), size, contentType: contentTypeOf(fileName) };
+      try {
+        const stat = await handle.stat();
+        if (!stat.isFile()) throw new NotFoundError('File not found');
+        return { stream: handle.createReadStream(), size: stat.size, contentType: contentTypeOf(fileName) };
+      } catch (err) {
+        await handle.close();
+        throw err;
+      }
     },
   };
 }
