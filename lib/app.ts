@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { corsMiddleware } from './http/cors';
 import { errorHandler } from './http/error-handler';
+import { requireHostHeader } from './http/host-header';
 import { routeFallback } from './http/fallback';
 import { requestIdAndAccessLog } from './http/request-id';
 import { httpMetrics } from './http/http-metrics';
@@ -65,6 +66,7 @@ export function createApp(deps: Deps): AppBundle {
   app.use(httpMetrics(services.metrics.observeHttp));
   app.use(securityHeaders());
   app.use(errorHandler(deps.logger));
+  app.use(requireHostHeader());
   app.use(corsMiddleware(deps.config.corsOrigins));
   app.use(bodyParser());
   app.use(router.routes());

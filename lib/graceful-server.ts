@@ -38,25 +38,32 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
     return writeHead.apply(this, args);
   } as typeof writeHead;
 
+  const onRequest: http.RequestListener = (req, res) => {
+    const state = sockets.get(req.socket);
+    if (state) state.active++;
+    res.writeHead = writeHeadClosingWhenDraining;
+    res.once('close', () => {
+      if (!state) return;
+      state.active--;
+      state.idleSince = Date.now();
+    });
+    void handle(req, res);
+  };
   const server = http.createServer(
     {
       requestTimeout: limits.requestTimeoutMs,
       headersTimeout: limits.headersTimeoutMs,
       // Node checks both timeouts on this interval (30 s by default, longer than the headers timeout)
       connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+      // Node would answer an HTTP/1.1 request without Host with a bare 400 (no error body, no X-Request-Id); the
+      // app refuses it in the error shape instead (lib/http/host-header.ts).
+      requireHostHeader: false,
     },
-    (req, res) => {
-      const state = sockets.get(req.socket);
-      if (state) state.active++;
-      res.writeHead = writeHeadClosingWhenDraining;
-      res.once('close', () => {
-        if (!state) return;
-        state.active--;
-        state.idleSince = Date.now();
-      });
-      void handle(req, res);
-    },
+    onRequest,
   );
+  // An Expect other than 100-continue: Node would answer a bare 417. RFC 9110 lets a server ignore it, and the
+  // request is served as any other (the answer in the API's own shapes).
+  server.on('checkExpectation', onRequest);
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on('connection', (socket: net.Socket) => {

@@ -58,7 +58,13 @@ export interface ResponseMemoDeps {
 }
 
 function eligible(req: http.IncomingMessage): boolean {
-  return req.method === 'GET' && req.headers.authorization === undefined && req.headers.origin === undefined;
+  return (
+    req.method === 'GET' &&
+    req.headers.authorization === undefined &&
+    req.headers.origin === undefined &&
+    // Koa refuses a request without one (lib/http/host-header.ts)
+    req.headers.host !== undefined
+  );
 }
 
 export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {

@@ -100,6 +100,34 @@ test.serial(
   },
 );
 
+test.serial(
+  'an HTTP/1.1 request without Host is 400 in the error body; HTTP/1.0 needs none; an unknown Expect is ignored',
+  async (t) => {
+    const send = async (request: string) => {
+      const socket = await connect();
+      const closed = untilClosed(socket);
+      socket.end(request);
+      return (await closed).text;
+    };
+    // Twice: the second would be the memo's to replay (a GET of a cached document), and it is refused too.
+    for (let i = 0; i < 2; i++) {
+      const text = await send('GET /api/v1/categories HTTP/1.1\r\nConnection: close\r\n\r\n');
+      const answer = parseAnswer(text);
+      t.is(answer.status, 400, text);
+      t.like(answer.body, { status: 400, code: 'VALIDATION_ERROR', path: '/api/v1/categories' });
+      t.deepEqual(answer.body.errors, [{ field: 'Host', message: 'is required' }]);
+      t.is(answer.headers['x-request-id'], answer.body.requestId);
+      t.is(answer.headers['x-content-type-options'], 'nosniff');
+    }
+    t.regex(await send('GET /health/live HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+    const expecting = await send(
+      'GET /api/v1/categories HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n',
+    );
+    t.regex(expecting, /^HTTP\/1\.1 200 /);
+    t.regex(expecting, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+  },
+);
+
 /** Status, headers (lower-cased names) and JSON body of a raw HTTP/1.1 answer. */
 function parseAnswer(text: string) {
   const [head, json] = text.split('\r\n\r\n');
