@@ -364,7 +364,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const corsOrigins = v.CORS_ORIGINS.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
-  // A wildcard only as the whole leftmost label, before at least two fixed ones: `https://*.example.com`. Anywhere
+  // A wildcard only as the whole leftmost label, before at least two fixed ones (`https://*.example.com`) or
+  // `localhost` (`http://*.localhost:5173`). A public suffix such as `*.co.uk` is not recognised. Anywhere
   // else it would also allow someone else's site (`https://*example.com` matches `https://evilexample.com`,
   // `https://*.example.*` matches `https://www.example.evil.test`), with credentials.
   for (const origin of corsOrigins) {
@@ -377,7 +378,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             : ''),
       );
     }
-    if (origin.includes('*') && !/^https?:\/\/\*\.[A-Za-z0-9-]+\.[A-Za-z0-9-]+/.test(origin)) {
+    if (
+      origin.includes('*') &&
+      !/^https?:\/\/\*\.([A-Za-z0-9-]+\.[A-Za-z0-9-]+|localhost(:\d+)?$)/i.test(origin)
+    ) {
       throw new ConfigError(
         'CORS_ORIGINS',
         `Invalid configuration: CORS_ORIGINS entry "${origin}" matches too much: a wildcard needs at least two fixed labels after it (https://*.example.com)`,

@@ -65,6 +65,8 @@ async function migrate(db: Db, config: Config, logger: Logger, stopWaiting?: Abo
       if (!told) log.info('Another instance is migrating the database: waiting for it');
       told = true;
       await new Promise((resolve) => setTimeout(resolve, 250));
+      // Asked to stop while waiting: no new attempt, which could find the lock free and start migrating.
+      if (stopWaiting?.aborted) throw new StartStopped();
     }
   }
 }
@@ -186,8 +188,9 @@ async function main(): Promise<void> {
     log.info(`${signal} received, ${service ? 'shutting down' : 'shutting down once started'}`);
     if (service) void stop(service);
   };
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
-  process.once('SIGINT', () => onSignal('SIGINT'));
+  // `on`, not `once`: a second signal is ignored (onSignal's guard), never Node's default (death mid-migration).
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
 
   let started: RunningService;
   try {

@@ -101,7 +101,7 @@ export function createResponseMemo(deps: ResponseMemoDeps): ResponseMemo {
       if (!NOT_ON_304.has(lower)) headers304.push(name, String(value));
     }
     const body = Buffer.from(document.json);
-    if (body.length > maxBytes) return;
+    if (body.length > maxBytes || maxEntries <= 0) return;
     const key = ctx.originalUrl;
     drop(key);
     // Least recently used first, until this entry fits both bounds.

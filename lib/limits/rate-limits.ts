@@ -26,20 +26,34 @@ export const limitKey = (...parts: string[]) =>
 
 /**
  * The network a client address is limited as. An IPv6 client counts by its /64: one subscriber is usually
- * given a whole /64 (RFC 6177), so per address it could spread its attempts over 2^64 of them. An IPv4 address,
- * also written as IPv4-mapped IPv6 (`::ffff:192.0.2.1`, how a dual-stack socket reports one), counts as itself.
- * Anything else (no address known) is kept as it is.
+ * given a whole /64 (RFC 6177), so per address it could spread its attempts over 2^64 of them. An IPv4 address
+ * counts as itself, also written inside IPv6 (mapped `::ffff:192.0.2.1`, translated `::ffff:0:192.0.2.1`,
+ * compatible `::192.0.2.1`, or behind NAT64's `64:ff9b::192.0.2.1`), and with a port or brackets as a proxy may
+ * forward it. Anything else (no address known) is kept as it is.
  */
-export function clientNetwork(address: string): string {
+export function clientNetwork(forwarded: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(forwarded);
+  const ipv4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(forwarded);
+  const address = bracketed?.[1] ?? ipv4WithPort?.[1] ?? forwarded;
   if (!net.isIPv6(address)) return address;
   const groups = ipv6Groups(address.split('%')[0]);
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+  if (embedsIpv4(groups)) {
     return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.');
   }
   return `${groups
     .slice(0, 4)
     .map((group) => group.toString(16))
     .join(':')}::/64`;
+}
+
+/** The /96 prefixes whose last 32 bits are an IPv4 address (RFC 4291, RFC 2765, RFC 6052). */
+function embedsIpv4(groups: number[]): boolean {
+  const [a, b, c, d, e, f] = groups;
+  const zeroTo = (n: number) => groups.slice(0, n).every((group) => group === 0);
+  if (zeroTo(5) && f === 0xffff) return true; // ::ffff:a.b.c.d, mapped
+  if (zeroTo(4) && e === 0xffff && f === 0) return true; // ::ffff:0:a.b.c.d, translated
+  if (zeroTo(6) && (groups[6] !== 0 || groups[7] > 1)) return true; // ::a.b.c.d, compatible (not :: or ::1)
+  return a === 0x64 && b === 0xff9b && c === 0 && d === 0 && e === 0 && f === 0; // 64:ff9b::a.b.c.d, NAT64
 }
 
 /** The eight 16-bit groups of a valid IPv6 address ('::' and a dotted IPv4 tail expanded). */

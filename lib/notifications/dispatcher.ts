@@ -131,7 +131,13 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
   /** The delivery's log lines, one per row (inside its transaction, before the COMMIT). */
   function logDeliveries(rows: PendingRow[]): void {
     for (const row of rows) {
-      const payload = JSON.parse(row.payload) as { orderId?: number; from?: string; to?: string };
+      // A payload that does not parse still gets its line (without the order), never holds up the batch.
+      let payload: { orderId?: number; from?: string; to?: string } = {};
+      try {
+        payload = JSON.parse(row.payload) as typeof payload;
+      } catch {
+        log.warn(`Outbox row ${row.id} has a payload that is not JSON`);
+      }
       const what = row.event_type === 'OrderStatusChanged' ? ` ${payload.from} -> ${payload.to}` : '';
       // The originating request's id, so the delivery can be traced back to the request that caused it (none for
       // the system's own changes, such as an expiry: the run is outside any request, see kick).

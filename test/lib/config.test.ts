@@ -82,7 +82,8 @@ test('every bad value names its variable', (t) => {
 });
 
 test('CORS_ORIGINS: a wildcard only as whole leading labels before two fixed ones; anywhere else it is refused', (t) => {
-  const origins = 'https://*.example.com,https://*.shop.example.co.uk:8443,http://localhost:5173';
+  const origins =
+    'https://*.example.com,https://*.shop.example.co.uk:8443,http://localhost:5173,http://*.localhost:5173';
   t.deepEqual(loadConfig({ ...base, CORS_ORIGINS: origins }).corsOrigins, origins.split(','));
   for (const origin of [
     'https://*example.com', // would match https://evilexample.com
