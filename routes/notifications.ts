@@ -9,7 +9,7 @@ export function notificationRoutes(services: Pick<Services, 'notifications'>): R
       method: 'get',
       path: '/notifications',
       summary:
-        "The caller's notifications (OrderCreated for sellers, OrderStatusChanged for buyers), newest first",
+        "The caller's notifications (OrderCreated for sellers, OrderStatusChanged for buyers), newest first by cause: in the order the changes that caused them committed, whenever each was delivered; createdAt is the cause's time",
       tags: ['Notifications'],
       auth: 'any',
       query: notificationListQuery,

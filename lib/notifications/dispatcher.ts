@@ -43,6 +43,8 @@ export interface PendingRow {
   payload: string;
   request_id: string | null;
   attempts: number;
+  /** When the cause committed (the outbox row's time): the notification's createdAt. */
+  created_at: Date | string | number;
 }
 
 /**
@@ -103,7 +105,7 @@ export async function claimDue(trx: Knex.Transaction, now: Date, batchSize: numb
     .where('next_attempt_at', '<=', now)
     .orderBy([{ column: 'next_attempt_at' }, { column: 'id' }])
     .limit(batchSize)
-    .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts');
+    .select('id', 'event_type', 'recipient_id', 'payload', 'request_id', 'attempts', 'created_at');
   return (await (dialect.isMysql(trx) ? due.forUpdate().skipLocked() : due)) as PendingRow[];
 }
 
@@ -197,7 +199,7 @@ export function createNotificationDispatcher(options: DispatcherOptions) {
                 outbox_id: row.id,
                 type: row.event_type,
                 payload: row.payload,
-                created_at: now,
+                created_at: new Date(row.created_at),
               })),
             )
             .onConflict('outbox_id')

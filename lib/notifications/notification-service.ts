@@ -1,4 +1,7 @@
-// Members read their own notifications (newest first, paged).
+// Members read their own notifications (newest first, paged). Newest by cause: the outbox id, assigned in the
+// transaction of the change that caused the notification, so a member's notifications list in the order their
+// causes committed, whichever delivery (a retry, another instance's dispatcher) came first. createdAt is the
+// cause's time too (the outbox row's).
 import type { Db } from '../db';
 import { fetchPage, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
 import type { NotificationJson } from './notification-schemas';
@@ -20,7 +23,7 @@ export function createNotificationService({ db }: { db: Db }) {
     async listOwn(memberId: number, request: PageRequest): Promise<PageSlice<NotificationJson>> {
       const query = db('notifications')
         .where('member_id', memberId)
-        .orderBy('id', 'desc')
+        .orderBy('outbox_id', 'desc')
         .select('id', 'type', 'payload', 'created_at', 'read_at');
       const page = await fetchPage<NotificationRow>(query, request);
       return mapPage(page, (rows) =>

@@ -434,3 +434,67 @@ test.serial(
     }
   },
 );
+
+test.serial(
+  "a buyer's notifications list in the order their causes committed, also when the later one was delivered first",
+  async (t) => {
+    const buyer = await createMember(app, 'BUYER');
+    const dispatcher = createNotificationDispatcher({
+      db: app.db,
+      logger: createLogger({ level: 'fatal', format: 'line', out: new LogCollector() }),
+    });
+    const change = (from: 'PENDING' | 'CONFIRMED', to: 'CONFIRMED' | 'SHIPPED') => ({
+      type: 'OrderStatusChanged' as const,
+      recipientId: buyer.id,
+      payload: { buyerId: buyer.id, orderId: 6400, orderNumber: 'N-6400', from, to },
+    });
+    const confirmedAt = new Date(Date.now() - 2000);
+    const shippedAt = new Date(Date.now() - 1000);
+    await app.db.transaction((trx) =>
+      writeOutbox(trx, [change('PENDING', 'CONFIRMED')], confirmedAt, 'order-1'),
+    );
+    await app.db.transaction((trx) =>
+      writeOutbox(trx, [change('CONFIRMED', 'SHIPPED')], shippedAt, 'order-2'),
+    );
+    const [confirmed, shipped] = (
+      await app.db('notification_outbox').where('recipient_id', buyer.id).orderBy('id').select('id')
+    ).map((row: { id: number }) => Number(row.id));
+    // The first one's delivery failed a while ago and waits for its backoff: the second is delivered first.
+    await app
+      .db('notification_outbox')
+      .where('id', confirmed)
+      .update({ next_attempt_at: new Date(Date.now() + 60_000) });
+    const delivered: number[] = [];
+    dispatcher.events.on('delivered', ({ outboxIds }) => {
+      delivered.push(...outboxIds);
+    });
+    try {
+      dispatcher.start();
+      await eventually(async () => delivered.includes(shipped), 5000);
+      await app.db('notification_outbox').where('id', confirmed).update({ next_attempt_at: new Date() });
+      dispatcher.kick();
+      await eventually(async () => delivered.includes(confirmed), 5000);
+      const notes = await app.db('notifications').whereIn('outbox_id', [confirmed, shipped]).orderBy('id');
+      t.deepEqual(
+        notes.map((note: { outbox_id: number }) => Number(note.outbox_id)),
+        [shipped, confirmed],
+        'delivered in the other order',
+      );
+
+      const res = await app.request('GET', '/api/v1/notifications', { token: buyer.token });
+      t.is(res.status, 200);
+      t.deepEqual(
+        res.body.content.map((item: { payload: { to: string }; createdAt: string }) => [
+          item.payload.to,
+          item.createdAt,
+        ]),
+        [
+          ['SHIPPED', shippedAt.toISOString()],
+          ['CONFIRMED', confirmedAt.toISOString()],
+        ],
+      );
+    } finally {
+      await dispatcher.stop();
+    }
+  },
+);
