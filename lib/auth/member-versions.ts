@@ -1,7 +1,8 @@
 // Access tokens are stateless, so without this a password change or a role change would reach them only when
 // they expire (up to an hour). Every authenticated request compares the token's role and token version (the
 // `ver` claim) with the member's current ones, read through a short cache: a change takes effect within the
-// cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) everywhere, and at once in the process that made it.
+// cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) everywhere, and at once in the process that made it. A
+// token newer than the cached version is never refused for it: the cache is read again.
 import type { Role } from '../config';
 import type { Db } from '../db';
 import { createCache, type CacheObserver } from '../cache';
@@ -39,7 +40,14 @@ export function createMemberVersions(deps: {
   return {
     /** The AccessCheck of the token service: the claims if they still hold, else 401 INVALID_TOKEN. */
     async check(claims: AccessClaims): Promise<AuthMember> {
-      const state = await cache.getOrLoad(String(claims.id), () => load(claims.id));
+      const key = String(claims.id);
+      let state = await cache.getOrLoad(key, () => load(claims.id));
+      // Versions only go up: a token newer than the cached version was issued after a change made elsewhere (a
+      // login on the instance that changed the password), so the cache is stale, not the token. Read again.
+      if (state.exists && claims.tokenVersion > state.tokenVersion) {
+        state = await load(claims.id);
+        cache.set(key, state);
+      }
       if (!state.exists) {
         throw new UnauthenticatedError('INVALID_TOKEN', 'The member of this token no longer exists');
       }

@@ -16,8 +16,19 @@ export function createMemberRepository(db: Db) {
       return Member.query(db).findById(memberId);
     },
 
-    async patch(memberId: number, patch: Partial<Member>, trx: Trx): Promise<void> {
-      await Member.query(trx).patch(patch).where('id', memberId);
+    /**
+     * Applies `patch`; with `unlessPasswordChanged`, only while the password hash is still that one (the hash its
+     * currentPassword was checked against). False when that no longer holds: nothing was written.
+     */
+    async patch(
+      memberId: number,
+      patch: Partial<Member>,
+      trx: Trx,
+      unlessPasswordChanged?: string,
+    ): Promise<boolean> {
+      const query = Member.query(trx).patch(patch).where('id', memberId);
+      if (unlessPasswordChanged !== undefined) query.where('password_hash', unlessPasswordChanged);
+      return (await query) > 0;
     },
 
     /** Every access token the member holds carries the old version: bumping it ends them (lib/auth). */

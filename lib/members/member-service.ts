@@ -90,16 +90,33 @@ export function createMemberService(deps: MemberDeps) {
       patch.updatedAt = new Date();
 
       let revoked = 0;
-      await retryDeadlocks(() =>
+      const applied = await retryDeadlocks(() =>
         db.transaction(async (trx) => {
-          await repository.patch(member.id, patch, trx);
+          // A password change applies only over the password its currentPassword was checked against: two
+          // changes checked at once against the same one cannot both apply (the second would undo the first).
+          const patched = await repository.patch(
+            member.id,
+            patch,
+            trx,
+            patch.passwordHash ? member.passwordHash : undefined,
+          );
+          if (!patched && patch.passwordHash) return false;
           if (patch.passwordHash) {
             revoked = await refreshTokens.revokeAllOf(member.id, trx);
             // Every access token of the member carries the old version: they stop working.
             await repository.bumpTokenVersion(member.id, trx);
           }
+          return true;
         }),
       );
+      if (!applied) {
+        throw new ValidationError('Invalid request body', [
+          {
+            field: 'currentPassword',
+            message: 'currentPassword is incorrect: the password was changed meanwhile',
+          },
+        ]);
+      }
       if (patch.passwordHash) memberVersions.forget(member.id);
       if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');

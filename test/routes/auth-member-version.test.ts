@@ -101,3 +101,63 @@ test('a deleted member: its tokens are refused on every authenticated route (401
   assertError(t, refused!.res, 401, 'INVALID_TOKEN', '/api/v1/orders');
   t.regex(refused!.res.body.message, /no longer exists/);
 });
+
+test('a token issued after a password change is served at once by a process still caching the old version', async (t) => {
+  // A process whose cache would hold the old version for a minute.
+  const slow = await startTestApp({ database: app.database, env: { AUTH_MEMBER_CACHE_SECONDS: '60' } });
+  t.teardown(() => slow.close());
+  const member = await createMember(app, 'BUYER');
+  const before = await login(app, member.email, member.password);
+  t.is((await slow.request('GET', '/api/v1/members/me', { token: before.accessToken })).status, 200);
+
+  const changed = await app.request('PATCH', '/api/v1/members/me', {
+    token: before.accessToken,
+    body: { password: 'New-password-2', currentPassword: member.password },
+  });
+  t.is(changed.status, 200, changed.text);
+  const after = await login(app, member.email, 'New-password-2');
+  const me = await slow.request('GET', '/api/v1/members/me', { token: after.accessToken });
+  t.is(me.status, 200, me.text);
+  t.is(me.body.id, member.id);
+  // And that read brought the cache up to date: the old token is refused there at once, not after a minute.
+  assertError(
+    t,
+    await slow.request('GET', '/api/v1/members/me', { token: before.accessToken }),
+    401,
+    'INVALID_TOKEN',
+    '/api/v1/members/me',
+  );
+});
+
+test('two password changes checked at once against the same password: one applies, the other is 400', async (t) => {
+  // One bcrypt operation at a time and a costly stored hash: both checks of the old password run before either
+  // new hash is made, so both requests are past their check when the first commits.
+  const serial = await startTestApp({ database: app.database, env: { BCRYPT_CONCURRENCY: '1' } });
+  t.teardown(() => serial.close());
+  const member = await createMember({ db: serial.db, tokens: serial.bundle.services.tokens, bcryptCost: 12 });
+  const change = (password: string) =>
+    serial.request('PATCH', '/api/v1/members/me', {
+      token: member.token,
+      body: { password, currentPassword: member.password },
+    });
+  const answers = await Promise.all([change('Victim-new-1'), change('Attacker-new-1')]);
+  t.deepEqual(answers.map((res) => res.status).sort(), [200, 400], answers.map((res) => res.text).join('\n'));
+  const refused = answers.find((res) => res.status === 400)!;
+  assertError(t, refused, 400, 'VALIDATION_ERROR', '/api/v1/members/me');
+  t.deepEqual(refused.body.errors, [
+    { field: 'currentPassword', message: 'currentPassword is incorrect: the password was changed meanwhile' },
+  ]);
+  // The password is the one the 200 set.
+  const winner = answers[0].status === 200 ? 'Victim-new-1' : 'Attacker-new-1';
+  const loser = winner === 'Victim-new-1' ? 'Attacker-new-1' : 'Victim-new-1';
+  t.is(
+    (await serial.request('POST', '/api/v1/auth/login', { body: { email: member.email, password: winner } }))
+      .status,
+    200,
+  );
+  t.is(
+    (await serial.request('POST', '/api/v1/auth/login', { body: { email: member.email, password: loser } }))
+      .status,
+    401,
+  );
+});
