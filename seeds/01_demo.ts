@@ -73,10 +73,23 @@ export async function seedDemo(knex: Knex, config: Config): Promise<void> {
 async function writeDemo(knex: Knex, config: Config): Promise<void> {
   const now = new Date();
   const ids: Record<string, number> = {};
+  // Someone else's account under a demo address (a signup before the seed ran) is never adopted as the demo
+  // account (it would get the demo products, or pass for the admin): checked for every account before any write.
+  const existing: Record<string, { id: number; role: string } | undefined> = {};
   for (const account of DEMO_ACCOUNTS) {
-    const existing = await knex('members').where({ email: account.email }).first('id');
-    if (existing) {
-      ids[account.key] = existing.id;
+    const row = await knex('members').where({ email: account.email }).first('id', 'role');
+    if (row && row.role !== account.role) {
+      throw new Error(
+        `The demo ${account.role} address ${account.email} belongs to a ${row.role} account: not seeded; ` +
+          'remove or rename that account, or do not seed this database',
+      );
+    }
+    existing[account.key] = row;
+  }
+  for (const account of DEMO_ACCOUNTS) {
+    const found = existing[account.key];
+    if (found) {
+      ids[account.key] = found.id;
       continue;
     }
     const passwordHash = await hashPassword(config.seedPasswords[account.key], config.bcryptCost);

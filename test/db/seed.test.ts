@@ -71,3 +71,38 @@ test('in production the seed refuses the development default passwords', async (
     await db.destroy();
   }
 });
+
+test.serial(
+  'a demo address already taken by an account of another role stops the seed: nothing is adopted',
+  async (t) => {
+    const fresh = await createTestDatabase();
+    const config = testConfig(fresh.env);
+    const db = createDb(config.database);
+    try {
+      await db.migrate.latest();
+      const seller = DEMO_ACCOUNTS.find((account) => account.role === 'SELLER')!;
+      const now = new Date();
+      await db('members').insert({
+        email: seller.email,
+        password_hash: 'not-the-demo-hash',
+        name: 'Someone',
+        phone: '010-1111-2222',
+        role: 'BUYER',
+        created_at: now,
+        updated_at: now,
+      });
+      const err = await t.throwsAsync(seedDemo(db, config));
+      t.regex(err!.message, new RegExp(`demo SELLER address ${seller.email} belongs to a BUYER account`));
+      // The seed's transaction wrote nothing: no demo products owned by that buyer, no other demo rows.
+      t.is(Number((await db('products').count({ n: '*' }))[0].n), 0);
+      t.is(Number((await db('members').count({ n: '*' }))[0].n), 1);
+      t.is(
+        (await db('members').where('email', seller.email).first('password_hash')).password_hash,
+        'not-the-demo-hash',
+      );
+    } finally {
+      await db.destroy();
+      await fresh.drop();
+    }
+  },
+);
