@@ -193,6 +193,10 @@ function parseArgs(argv: string[]): Record<string, number> {
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const config = loadConfig();
+  // Thousands of fake products and sellers sharing one password: never into a production database.
+  if (config.env === 'production') {
+    throw new Error('Refusing to add a demo catalogue with NODE_ENV=production');
+  }
   const db = createDb(config.database);
   try {
     await db.migrate.latest();

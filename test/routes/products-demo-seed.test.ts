@@ -1,7 +1,12 @@
 // The demo catalogue (scripts/seed-demo.ts) on the database under test: the rows it writes are valid
-// products the API serves, with createdAt ties, and the cursor list walks them without gap or repeat.
+// products the API serves, with createdAt ties, and the cursor list walks them without gap or repeat; the script
+// refuses a production database.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { createDb } from '../../lib/db';
+import { createTestDatabase, startTestApp, testConfig, type TestApp } from '../helpers/harness';
 import { seedDemo } from '../../seeds/01_demo';
 import { progressBar, seedCatalog } from '../../scripts/seed-demo';
 
@@ -86,4 +91,41 @@ test('the progress bar prints one line per 10% when stderr is not a terminal', (
   t.is(out.length, 10);
   t.regex(out[9], /^rows \[#{30}\] 100% {2}1000\/1000 {2}\d+ rows\/s\n$/);
   t.regex(out[4], /^rows \[#{15}\.{15}\] {2}50% {2}500\/1000/);
+});
+
+test('npm run seed:demo refuses NODE_ENV=production: exit 1, nothing written', async (t) => {
+  const database = await createTestDatabase();
+  try {
+    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/seed-demo.ts', '--products', '10'],
+        {
+          cwd: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'),
+          env: {
+            ...process.env,
+            ...database.env,
+            NODE_ENV: 'production',
+            JWT_SECRET: 'x'.repeat(40),
+            SEED_ADMIN_PASSWORD: 'Prod-admin-1!',
+            SEED_SELLER_PASSWORD: 'Prod-seller-1!',
+            SEED_BUYER_PASSWORD: 'Prod-buyer-1!',
+          },
+        },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      );
+    });
+    t.is(result.code, 1, result.output);
+    t.regex(result.output, /Refusing to add a demo catalogue with NODE_ENV=production/);
+    // Not even migrated: the refusal comes before the database is touched.
+    const db = createDb(testConfig(database.env).database);
+    try {
+      t.false(await db.schema.hasTable('products'));
+    } finally {
+      await db.destroy();
+    }
+  } finally {
+    await database.drop();
+  }
 });
