@@ -51,16 +51,22 @@ test.serial('headers never finished: 408 and closed after HTTP_HEADERS_TIMEOUT_M
   t.is(answer.headers['x-request-id'], answer.body.requestId);
 });
 
-test.serial('a client that keeps its side open after the 408 does not keep the connection', async (t) => {
+/** A connected socket that keeps its side open when the server ends its own (half-open), and what it received. */
+async function halfOpen(): Promise<{ socket: net.Socket; text: () => string }> {
   const port = Number(new URL(app.url).port);
   const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
   socket.on('error', () => undefined);
   let text = '';
   socket.on('data', (chunk) => (text += chunk));
   await new Promise((resolve) => socket.once('connect', resolve));
+  return { socket, text: () => text };
+}
+
+test.serial('a client that keeps its side open after the 408 does not keep the connection', async (t) => {
+  const { socket, text } = await halfOpen();
   socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n'); // the blank line never comes
   await new Promise((resolve) => socket.once('end', resolve));
-  t.regex(text, /^HTTP\/1\.1 408 /);
+  t.regex(text(), /^HTTP\/1\.1 408 /);
   // This side stays open (and keeps sending): the server has closed the connection all the same.
   socket.write('X-Still: here\r\n');
   const count = () => new Promise<number>((resolve) => app.server.getConnections((_err, n) => resolve(n)));
@@ -73,12 +79,7 @@ test.serial('a client that keeps its side open after the 408 does not keep the c
 test.serial(
   'a body still trickling in after the 408 is not run: the request it belonged to never happens',
   async (t) => {
-    const port = Number(new URL(app.url).port);
-    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
-    socket.on('error', () => undefined);
-    let text = '';
-    socket.on('data', (chunk) => (text += chunk));
-    await new Promise((resolve) => socket.once('connect', resolve));
+    const { socket, text } = await halfOpen();
     const body = JSON.stringify({
       email: `slow-${Date.now()}@example.test`,
       password: 'Password-123',
@@ -91,11 +92,11 @@ test.serial(
     );
     socket.write(body.slice(0, 10));
     await new Promise((resolve) => socket.once('end', resolve)); // the 408, after HTTP_REQUEST_TIMEOUT_MS
-    t.regex(text, /^HTTP\/1\.1 408 /);
+    t.regex(text(), /^HTTP\/1\.1 408 /);
     socket.write(body.slice(10)); // the rest of the body, too late
     await new Promise((resolve) => setTimeout(resolve, 500));
     t.is((await app.db('members').where('email', JSON.parse(body).email)).length, 0);
-    t.false(text.includes('201 Created'));
+    t.false(text().includes('201 Created'));
     socket.destroy();
   },
 );
