@@ -1,6 +1,6 @@
 // Wires the services of every area from the shared dependencies. Services never see Koa's ctx.
 import type { Config } from './config';
-import type { Db } from './db';
+import { createDb, type Db } from './db';
 import type { Logger } from './logger';
 import { createTokenService } from './auth/tokens';
 import { createAuthService } from './auth/auth-service';
@@ -60,7 +60,14 @@ export function createServices(deps: Deps) {
   });
   const tokens = createTokenService(deps.config.jwt, memberVersions.check);
   const hasher = createPasswordHasher({ cost: deps.config.bcryptCost, ...deps.config.bcrypt });
-  const health = createHealthService(deps);
+  // On MySQL/MariaDB readiness asks the database on a connection of its own: waiting behind a busy pool is not
+  // the database down. (SQLite is a file opened in this process: its one connection is the database.)
+  const { database } = deps.config;
+  const probeDb =
+    database.client === 'mysql'
+      ? createDb({ ...database, poolMax: 1 }, deps.config.dbTimeouts, deps.logger)
+      : null;
+  const health = createHealthService({ db: probeDb ?? deps.db });
   const dispatcher = createNotificationDispatcher(deps);
   const notifications = createNotificationService(deps);
   // One order writer (under the operator's buyer caps): the inventory runs it for requests forwarded from
@@ -174,6 +181,7 @@ export function createServices(deps: Deps) {
       rateLimits.stop();
       await pruner.stop();
       memberVersions.close();
+      await probeDb?.destroy();
     },
   };
 }

@@ -8,6 +8,7 @@ export type ReadyReport = Readiness;
 // must turn at once so the load balancer stops sending traffic here.
 export const READY_PROBE_TIMEOUT_MS = 1_000;
 
+/** `db`: a pool of its own (one connection), so a probe never waits behind the service's busy pool. */
 export function createHealthService({ db }: Pick<Deps, 'db'>) {
   let migrationsApplied = false; // once applied they stay applied while this process runs
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { startTestApp, type TestApp } from '../helpers/harness';
+import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
 test.before(async () => {
@@ -29,5 +29,27 @@ test('GET /health/ready answers 503 when migrations are pending', async (t) => {
     t.deepEqual(res.body, { status: 'DOWN', checks: { database: 'UP', migrations: 'PENDING' } });
   } finally {
     await fresh.close();
+  }
+});
+
+test('GET /health/ready answers 200 while every connection of the pool is busy: a full pool is not the database down', async (t) => {
+  if (DB_KIND !== 'mysql')
+    return t.pass('SLEEP() holds a MariaDB connection; SQLite has one connection anyway');
+  const busy = await startTestApp({
+    database: app.database,
+    env: { DB_POOL_MAX: '2', DB_ACQUIRE_TIMEOUT_MS: '5000' },
+  });
+  try {
+    // Started now (a knex query runs once it is awaited or then'd).
+    const sleeping = [1, 2].map(() => busy.db.raw('SELECT SLEEP(3)').then(() => undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // both hold their connection now
+    const started = Date.now();
+    const res = await busy.request('GET', '/health/ready');
+    t.is(res.status, 200, res.text);
+    t.deepEqual(res.body, { status: 'UP', checks: { database: 'UP', migrations: 'UP' } });
+    t.true(Date.now() - started < 1000, `answered after ${Date.now() - started} ms`);
+    await Promise.all(sleeping);
+  } finally {
+    await busy.close();
   }
 });

@@ -5,7 +5,15 @@ import Koa from 'koa';
 import { errorHandler } from '../../lib/http/error-handler';
 import { requestIdAndAccessLog } from '../../lib/http/request-id';
 import { createLogger } from '../../lib/logger';
-import { LogCollector, request, startTestApp, type TestApp } from '../helpers/harness';
+import {
+  createTestDatabase,
+  DB_KIND,
+  LogCollector,
+  request,
+  startTestApp,
+  type TestApp,
+} from '../helpers/harness';
+import { startTcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
 import { createMember } from '../helpers/factories';
 
@@ -259,13 +267,25 @@ test('repeated or malformed integer query parameters are 400', async (t) => {
 });
 
 test('/health/ready answers 503 DOWN when the database is unreachable', async (t) => {
-  const other = await startTestApp();
+  // MariaDB behind a proxy that refuses every connection (readiness has a connection of its own); SQLite's one
+  // connection closed.
+  const database = DB_KIND === 'mysql' ? await createTestDatabase() : undefined;
+  const server = database && new URL(database.env.DATABASE_URL);
+  const proxy = server
+    ? await startTcpProxy({ host: server.hostname, port: Number(server.port || 3306) })
+    : null;
+  const other = await startTestApp(
+    proxy && database ? { database, env: { DATABASE_URL: proxy.urlFor(database.env.DATABASE_URL) } } : {},
+  );
   try {
-    await other.db.destroy();
+    if (proxy) proxy.refuse();
+    else await other.db.destroy();
     const res = await other.request('GET', '/health/ready');
     t.is(res.status, 503);
     t.deepEqual(res.body, { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
   } finally {
     await other.close().catch(() => undefined);
+    await proxy?.close();
+    await database?.drop();
   }
 });
