@@ -36,6 +36,21 @@ function migratingElsewhere(err: unknown): boolean {
 }
 
 /**
+ * knex inserts its migration lock's one row when it finds the lock table empty, so instances creating the table
+ * at once can each insert one. With two rows knex's lock (an UPDATE that must change exactly one row) can never be
+ * taken: both rows change, the lock is refused and rolled back, and every start waits for a lock nobody holds.
+ * Rows beyond the first are removed; none of them is a lock held (while there are two, no lock can be taken).
+ */
+async function dropExtraLockRows(db: Db): Promise<number> {
+  const rows = (await db('knex_migrations_lock').orderBy('index').select('index', 'is_locked')) as Array<{
+    index: number;
+    is_locked: number;
+  }>;
+  if (rows.length <= 1 || rows.some((row) => Number(row.is_locked) !== 0)) return 0;
+  return db('knex_migrations_lock').whereNot('index', rows[0].index).delete();
+}
+
+/**
  * Applies pending migrations. Instances started together on a database with pending migrations (an
  * orchestrator rolling out replicas) meet at knex's migration lock: the one that takes it migrates, the others
  * wait until it is free (then find nothing pending) rather than fail. A lock still taken after
@@ -51,6 +66,13 @@ async function migrate(db: Db, config: Config, logger: Logger, stopWaiting?: Abo
       return;
     } catch (err) {
       if (!migratingElsewhere(err)) throw err;
+      if ((err as Error).name === 'MigrationLocked') {
+        const dropped = await dropExtraLockRows(db).catch(() => 0);
+        if (dropped > 0) {
+          log.warn(`knex's migration lock table had ${dropped + 1} rows (a race of its creation): kept one`);
+          continue;
+        }
+      }
       if (Date.now() >= deadline) {
         // Still knex's tables' race after the whole wait is no race: its own error says what is wrong.
         if ((err as Error).name !== 'MigrationLocked') throw err;

@@ -111,6 +111,33 @@ test.serial('a lock nobody releases fails the start after the wait, naming how t
 });
 
 test.serial(
+  "two rows in knex's migration lock table (two instances created it at once) do not keep every start waiting",
+  async (t) => {
+    const fresh = await createTestDatabase();
+    const config = testConfig(fresh.env);
+    const logs = new LogCollector();
+    const logger = loggerInto(logs);
+    const db = createDb(config.database, undefined, logger);
+    try {
+      // knex's own tables, with the one lock row it inserts, and the second row a racing instance inserted.
+      await db.migrate.currentVersion();
+      await db('knex_migrations_lock').insert({ is_locked: 0 });
+      t.is((await db('knex_migrations_lock').select('index')).length, 2);
+      await prepareDatabase(db, { ...config, migrateOnStart: true, migrateLockWaitMs: 3000 }, logger);
+      t.is((await db('knex_migrations').select('name')).length, MIGRATIONS);
+      t.deepEqual(
+        (await db('knex_migrations_lock').select('is_locked')).map((row) => Number(row.is_locked)),
+        [0],
+      );
+      t.true(messages(logs).some((line) => /migration lock table had 2 rows/.test(line.msg)));
+    } finally {
+      await db.destroy();
+      await fresh.drop();
+    }
+  },
+);
+
+test.serial(
   'SIGTERM while the server process waits for the migration lock: it stops at once with 0, the lock untouched',
   async (t) => {
     const config = testConfig(database.env);
