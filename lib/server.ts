@@ -205,12 +205,20 @@ async function main(): Promise<void> {
   let service: RunningService | null = null;
   const signalled = new AbortController();
   const onSignal = (signal: string) => {
-    if (signalled.signal.aborted) return;
+    if (signalled.signal.aborted) {
+      // A second signal while stopping (Ctrl-C twice): exit now, as Node's default would. While starting it is
+      // ignored: a migration under way must finish.
+      if (service) {
+        log.warn(`${signal} received again: exiting without finishing the shutdown`);
+        process.exit(1);
+      }
+      return;
+    }
     signalled.abort();
     log.info(`${signal} received, ${service ? 'shutting down' : 'shutting down once started'}`);
     if (service) void stop(service);
   };
-  // `on`, not `once`: a second signal is ignored (onSignal's guard), never Node's default (death mid-migration).
+  // `on`, not `once`: a second signal is onSignal's to decide, never Node's default (death mid-migration).
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
 
