@@ -42,13 +42,17 @@ export function createImageRepository(db: Db) {
       return touched > 0 ? Product.query(trx).findById(productId).forUpdate() : undefined;
     },
 
-    /** How many images the product has and the highest displayOrder, as committed (a locking read on MySQL). */
+    /**
+     * How many images the product has and the highest displayOrder. Call it after `lockLiveProduct` and before
+     * any other plain read of the transaction: on MySQL its snapshot is then taken after the product's lock was
+     * granted, so it counts every upload committed before. Not a locking read: a locking read takes a gap lock
+     * on the image index, and new products share a gap, so two sellers' uploads would deadlock on their inserts.
+     */
     async countImages(trx: Trx, productId: number): Promise<{ count: number; maxOrder: number }> {
       const [{ count, maxOrder }] = (await trx('product_images')
         .where('product_id', productId)
         .count({ count: '*' })
-        .max({ maxOrder: 'display_order' })
-        .forUpdate()) as Array<{ count: number | string; maxOrder: number | null }>;
+        .max({ maxOrder: 'display_order' })) as Array<{ count: number | string; maxOrder: number | null }>;
       return { count: Number(count), maxOrder: Number(maxOrder ?? 0) };
     },
 

@@ -178,7 +178,7 @@ export function createImageService({ config, db, logger, events, quotas }: Image
             // The seller first (the image-bytes quota), then the product: the same order for every upload.
             await quotas.lockSeller(trx, seller.id);
             await lockOwnedProduct(trx, productId, seller);
-            // A locking read on MySQL: the count is of committed rows, whatever this transaction's snapshot.
+            // The transaction's first plain read, after the product's lock: it sees every upload committed before.
             const { count, maxOrder } = await repository.countImages(trx, productId);
             if (count + files.length > MAX_IMAGES_PER_PRODUCT) {
               throw new BadRequestError(
