@@ -4,6 +4,7 @@
 // picture still looks the same, and anything appended to or hidden in the file (a GIF/JS polyglot's
 // script, trailing archives) does not survive. Undecodable files and decompression bombs (a pixel count,
 // all frames together, over UPLOAD_MAX_PIXELS) are refused before any pixel is decoded.
+import fs from 'node:fs/promises';
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { BadRequestError } from '../errors';
 import type { ImageFormat } from './image-files';
@@ -52,6 +53,7 @@ export async function reencodeImage(
       `"${options.label}" has ${pixels} pixels${frames > 1 ? ` in ${frames} frames` : ''}; at most ${options.maxPixels} are accepted`,
     );
   }
+  let encoded: Buffer;
   try {
     const decoder = sharp(inputPath, {
       animated: format === 'gif',
@@ -60,9 +62,11 @@ export async function reencodeImage(
     });
     // Orientation applied to the pixels, since the EXIF that carried it is dropped (GIFs have none).
     const oriented = format === 'gif' ? decoder : decoder.rotate();
-    const info = await encoder(oriented, format).toFile(outputPath);
-    return { path: outputPath, bytes: info.size };
+    encoded = await encoder(oriented, format).toBuffer();
   } catch {
     throw undecodable();
   }
+  // Written apart from the decoding: a disk that is full or unwritable is our fault, not an undecodable file.
+  await fs.writeFile(outputPath, encoded);
+  return { path: outputPath, bytes: encoded.length };
 }
