@@ -36,7 +36,7 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
         ...errorResponses(
           [
             400,
-            'VALIDATION_ERROR (no "images" field), INVALID_FILE_TYPE (also undecodable), IMAGE_LIMIT_EXCEEDED (also over the pixel cap)',
+            'VALIDATION_ERROR (no files in "images", or any other field), INVALID_FILE_TYPE (also undecodable), IMAGE_LIMIT_EXCEEDED (also over the pixel cap)',
           ],
           401,
           [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],

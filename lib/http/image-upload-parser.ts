@@ -92,7 +92,8 @@ export function createImageUploadParser(uploadDir: string): Middleware {
   }).array(IMAGES_FIELD, MAX_IMAGES_PER_PRODUCT);
 
   return async function parseImageUpload(ctx, next) {
-    if (!ctx.is('multipart/form-data')) {
+    // The declared type, not `ctx.is()`: that answers null for an empty body, which is a malformed form (400).
+    if (ctx.request.type !== 'multipart/form-data') {
       throw new UnsupportedMediaTypeError('Content-Type must be multipart/form-data');
     }
     const tmpDir = path.join(tmpRoot, crypto.randomUUID());
@@ -104,6 +105,7 @@ export function createImageUploadParser(uploadDir: string): Middleware {
       } catch (err) {
         throw toAppError(err);
       }
+      checkForm(ctx);
       await next();
     } finally {
       await fs.rm(tmpDir, { recursive: true, force: true });
@@ -111,19 +113,32 @@ export function createImageUploadParser(uploadDir: string): Middleware {
   };
 }
 
-/** The files parsed by the upload parser; 400 when the `images` field is missing or empty. */
-export function incomingFiles(ctx: Context): IncomingFile[] {
+type ParsedFile = { path: string; originalname: string; size: number };
+
+function parsedFiles(ctx: Context): ParsedFile[] {
   const files = (ctx.request as { files?: unknown }).files;
-  const list = Array.isArray(files)
-    ? (files as Array<{ path: string; originalname: string; size: number }>)
-    : [];
-  if (list.length === 0) {
-    throw new ValidationError('No images uploaded', [
-      {
-        field: IMAGES_FIELD,
-        message: `send 1 to ${MAX_IMAGES_PER_PRODUCT} files in the field "${IMAGES_FIELD}"`,
-      },
-    ]);
+  return Array.isArray(files) ? (files as ParsedFile[]) : [];
+}
+
+/**
+ * The form is 1-5 files in the `images` field and nothing else: 400 naming every offending field when the
+ * files are missing or a text field came along (API.md: request schemas are strict, an unknown field is a 400).
+ */
+function checkForm(ctx: Context): void {
+  const errors = Object.keys((ctx.request as { body?: object }).body ?? {}).map((field) => ({
+    field,
+    message: field === IMAGES_FIELD ? 'must carry files, not text' : 'unknown field',
+  }));
+  if (parsedFiles(ctx).length === 0 && !errors.some((error) => error.field === IMAGES_FIELD)) {
+    errors.push({
+      field: IMAGES_FIELD,
+      message: `send 1 to ${MAX_IMAGES_PER_PRODUCT} files in the field "${IMAGES_FIELD}"`,
+    });
   }
-  return list.map((f) => ({ path: f.path, originalName: f.originalname ?? '', size: f.size }));
+  if (errors.length > 0) throw new ValidationError('Invalid request body', errors);
+}
+
+/** The files the upload parser accepted (1 to 5: the parser answered 400 otherwise). */
+export function incomingFiles(ctx: Context): IncomingFile[] {
+  return parsedFiles(ctx).map((f) => ({ path: f.path, originalName: f.originalname ?? '', size: f.size }));
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
@@ -7,6 +8,7 @@ import {
   decoded,
   IMAGE_SIZE,
   imageBytes,
+  imageForm,
   imageRows,
   productDir,
   tmpFiles,
@@ -284,7 +286,7 @@ test.serial('no "images" field, a file in another field, or a non-multipart body
   t.is(none.body.code, 'VALIDATION_ERROR');
   t.deepEqual(
     none.body.errors.map((e: { field: string }) => e.field),
-    ['images'],
+    ['note', 'images'],
   );
 
   const otherField = await upload(app, productId, seller.token, [
@@ -301,6 +303,63 @@ test.serial('no "images" field, a file in another field, or a non-multipart body
   t.is(json.body.code, 'UNSUPPORTED_MEDIA_TYPE');
   await assertNothingStored(t, productId);
 });
+
+test.serial('a text field beside the files is 400 naming it, and nothing is stored', async (t) => {
+  const productId = await createProduct(app, seller.id);
+  const withNote = imageForm([{ name: 'a.png', data: imageBytes('png') }]);
+  withNote.append('note', 'hello');
+  const note = await app.request('POST', `/api/v1/products/${productId}/images`, {
+    token: seller.token,
+    raw: withNote,
+  });
+  t.is(note.status, 400);
+  t.is(note.body.code, 'VALIDATION_ERROR');
+  t.deepEqual(note.body.errors, [{ field: 'note', message: 'unknown field' }]);
+
+  const textImages = imageForm([{ name: 'a.png', data: imageBytes('png') }]);
+  textImages.append('images', 'not a file');
+  const text = await app.request('POST', `/api/v1/products/${productId}/images`, {
+    token: seller.token,
+    raw: textImages,
+  });
+  t.is(text.status, 400);
+  t.is(text.body.code, 'VALIDATION_ERROR');
+  t.deepEqual(text.body.errors, [{ field: 'images', message: 'must carry files, not text' }]);
+  await assertNothingStored(t, productId);
+});
+
+/** One request written as is on its own connection (`Connection: close`): the status and the parsed body. */
+async function rawExchange(head: string): Promise<{ status: number; body: any }> {
+  const url = new URL(app.url);
+  const socket = net.connect(Number(url.port), url.hostname);
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk) => (text += chunk));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  socket.write(head);
+  await closed;
+  const [headers, body] = text.split('\r\n\r\n');
+  return { status: Number(headers.split(' ')[1]), body: JSON.parse(body) };
+}
+
+test.serial(
+  'a multipart Content-Type on a request without a body is 400 (no images sent), not 415',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    // Neither Content-Length nor Transfer-Encoding: by HTTP's rules the request has no body at all.
+    const res = await rawExchange(
+      `POST /api/v1/products/${productId}/images HTTP/1.1\r\nHost: x\r\nConnection: close\r\n` +
+        `Authorization: Bearer ${seller.token}\r\nContent-Type: multipart/form-data; boundary=none\r\n\r\n`,
+    );
+    t.is(res.status, 400);
+    t.is(res.body.code, 'VALIDATION_ERROR');
+    t.deepEqual(
+      res.body.errors.map((error: { field: string }) => error.field),
+      ['images'],
+    );
+    await assertNothingStored(t, productId);
+  },
+);
 
 test.serial(
   'a malformed multipart body (no boundary, or cut off mid-file) is 400 and leaves no file behind',
