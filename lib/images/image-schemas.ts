@@ -24,14 +24,14 @@ export const imageShape = yup
   .object({
     id: idField(),
     imageUrl: stringField().meta({ description: 'Where GET serves the file (public, immutable)' }),
-    displayOrder: intField().meta({ description: 'Upload order within the product, from 0' }),
+    displayOrder: intField().meta({ description: 'Upload order within the product, from 1' }),
   })
   .meta({
     component: 'Image',
     example: {
       id: 1,
       imageUrl: '/uploads/products/1/0b9d6c1e-3f0a-4c55-9a8e-2f1f0e6f2a11.png',
-      displayOrder: 0,
+      displayOrder: 1,
     },
   });
 export type ImageJson = yup.InferType<typeof imageShape>;
