@@ -100,12 +100,14 @@ export function createServices(deps: Deps) {
   const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService({ ...deps, events, cacheObserver });
   const quotas = createSellerQuotas(deps.config);
+  const images = createImageService({ ...deps, events, quotas });
   const products = createProductService({
     ...deps,
     events,
     categories,
     stockWrites: createInventoryStockWrites(deps.db, inventory),
     quotas,
+    images,
     cacheObserver,
     listCacheEntries: deps.config.productListCacheEntries,
   });
@@ -122,10 +124,9 @@ export function createServices(deps: Deps) {
       { name: 'refreshTokens', prune: (now) => refreshTokens.prune(now) },
       { name: 'idempotencyKeys', prune: (now) => idempotency.prune(now) },
       { name: 'deliveredOutbox', prune: (now) => pruneDeliveredOutbox(deps.db, now) },
+      { name: 'deletedProductImages', prune: () => images.pruneDeletedProducts() },
     ],
   });
-  const images = createImageService({ ...deps, events, quotas });
-
   let leaveEvents: (() => void) | undefined;
   /** Serves this instance's shards, shares change events, then joins (resolves once it holds its first shards). */
   async function joinCluster(cluster: Cluster): Promise<void> {

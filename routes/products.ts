@@ -178,7 +178,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
     defineRoute({
       method: 'delete',
       path: '/products/:productId',
-      summary: 'Soft-delete an own product (404 everywhere afterwards)',
+      summary: 'Soft-delete an own product (404 everywhere afterwards; its images are removed)',
       tags: ['Products'],
       auth: ['SELLER'],
       params: productIdParams,

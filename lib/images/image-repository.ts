@@ -67,6 +67,30 @@ export function createImageRepository(db: Db) {
       });
     },
 
+    /**
+     * Deletes every image row of a DELETED product (none of a live one: its images are still served); returns
+     * their stored file names.
+     */
+    async deleteImagesOfDeletedProduct(trx: Trx, productId: number): Promise<string[]> {
+      const deleted = await trx('products').where({ id: productId, status: 'DELETED' }).first('id');
+      if (!deleted) return [];
+      const rows = (await trx('product_images').where('product_id', productId).select('file_name')) as Array<{
+        file_name: string;
+      }>;
+      await trx('product_images').where('product_id', productId).delete();
+      return rows.map((row) => row.file_name);
+    },
+
+    /** Up to `limit` DELETED products that still have image rows (what a purge did not reach). */
+    async deletedProductsWithImages(limit: number): Promise<number[]> {
+      const rows = (await db('product_images')
+        .join('products', 'products.id', 'product_images.product_id')
+        .where('products.status', 'DELETED')
+        .distinct('product_images.product_id as productId')
+        .limit(limit)) as Array<{ productId: number }>;
+      return rows.map((row) => Number(row.productId));
+    },
+
     /** Deletes one image of the product; returns its stored file name, or undefined when there is none. */
     async deleteImage(trx: Trx, productId: number, imageId: number): Promise<string | undefined> {
       const image = await ProductImage.query(trx).findById(imageId).where('product_id', productId);

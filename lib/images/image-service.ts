@@ -115,7 +115,25 @@ export function createImageService({ config, db, logger, events, quotas }: Image
     assertOwner(await repository.lockLiveProduct(trx, productId), seller);
   }
 
+  /**
+   * A DELETED product's images go, rows then files (they are never served again), which frees their bytes in
+   * the seller's quota and on disk. Called right after the soft delete; nothing for a live product.
+   */
+  async function purgeDeletedProduct(productId: number): Promise<number> {
+    const names = await exclusive(productId, () =>
+      db.transaction((trx) => repository.deleteImagesOfDeletedProduct(trx, productId)),
+    );
+    const stored = names.filter((name) => STORED_NAME.test(name));
+    await removeQuietly(stored.map((name) => path.join(productDir(productId), name)));
+    await fs.rmdir(productDir(productId)).catch(() => undefined); // only when empty
+    if (names.length > 0)
+      log.info({ productId, count: names.length }, `Removed the images of deleted product ${productId}`);
+    return names.length;
+  }
+
   return {
+    purgeDeletedProduct,
+
     /** Where uploads live; the multipart parser streams into a temporary directory below it. */
     uploadDir: config.uploadDir,
     listImages,
@@ -244,6 +262,22 @@ export function createImageService({ config, db, logger, events, quotas }: Image
       // After the commit: a crash here leaves an orphan file, never a row pointing at a missing file.
       if (STORED_NAME.test(storedName)) await removeQuietly([path.join(productDir(productId), storedName)]);
       await events.emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' });
+    },
+
+    /**
+     * The pruner's pass: the images of DELETED products that no purge reached (a process stopped between the
+     * soft delete and its purge). Returns how many rows went.
+     */
+    async pruneDeletedProducts(): Promise<number> {
+      let removed = 0;
+      for (;;) {
+        const productIds = await repository.deletedProductsWithImages(100);
+        if (productIds.length === 0) return removed;
+        let batch = 0;
+        for (const productId of productIds) batch += await purgeDeletedProduct(productId);
+        if (batch === 0) return removed; // nothing could go: never loop on the same rows
+        removed += batch;
+      }
     },
 
     /**

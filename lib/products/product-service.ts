@@ -7,6 +7,8 @@ import type { Db } from '../db';
 import { centsToDecimal, toCents } from '../db';
 import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
+import type { ImageService } from '../images/image-service';
+import type { Logger } from '../logger';
 import { ForbiddenError, NotFoundError, ValidationError } from '../errors';
 import { cachedDocument, loadCachedDocument, type CachedDocument } from '../cached-document';
 import { createListPages, type LoadedListPage } from './list-pages';
@@ -43,6 +45,9 @@ export interface ProductServiceDeps {
   /** Stock and deletion writes, serialised with the orders by the inventory (lib/inventory). */
   stockWrites: StockWrites;
   quotas: SellerQuotas;
+  /** A deleted product's images are removed (rows and files), which frees the seller's image bytes. */
+  images: Pick<ImageService, 'purgeDeletedProduct'>;
+  logger: Logger;
   /** Told of every cache lookup (metrics). */
   cacheObserver?: CacheObserver;
   /** Public list pages kept (config: PRODUCT_LIST_CACHE_ENTRIES); 0: none, every list request reads the database. */
@@ -237,6 +242,12 @@ export function createProductService(deps: ProductServiceDeps) {
       await assertOwnedLive(seller, productId);
       if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
       await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
+      // The delete stands whatever happens here: the pruner removes what this could not.
+      await deps.images
+        .purgeDeletedProduct(productId)
+        .catch((err) =>
+          deps.logger.warn({ err, productId }, 'Could not remove the images of a deleted product yet'),
+        );
     },
 
     list,

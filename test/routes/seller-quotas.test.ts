@@ -120,3 +120,52 @@ test('image bytes: parallel uploads to different products of one seller never ex
   const [{ total }] = await app.db('product_images').sum({ total: 'byte_size' });
   t.is(Number(total), 2 * size);
 });
+
+test('image bytes: deleting a product removes its images (rows and files) and gives their bytes back', async (t) => {
+  const size = await storedPngBytes();
+  const app = await startTestApp({ env: { SELLER_MAX_IMAGE_BYTES: String(2 * size + 1) } });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const [p1, p2] = [await createProduct(app, seller.id), await createProduct(app, seller.id)];
+  const two = [
+    { name: 'a.png', data: imageBytes('png') },
+    { name: 'b.png', data: imageBytes('png') },
+  ];
+  t.is((await upload(app, p1, seller.token, two)).status, 201);
+  const full = await upload(app, p2, seller.token, [{ name: 'c.png', data: imageBytes('png') }]);
+  assertError(t, full, 409, 'IMAGE_QUOTA_EXCEEDED', `/api/v1/products/${p2}/images`);
+  const urls = (await app.db('product_images').where('product_id', p1)).map(
+    (row: { image_url: string }) => row.image_url,
+  );
+
+  const deleted = await app.request('DELETE', `/api/v1/products/${p1}`, { token: seller.token });
+  t.is(deleted.status, 204);
+  t.deepEqual(await app.db('product_images').where('product_id', p1), []);
+  t.deepEqual(filesUnder(productDir(app, p1)), []);
+  for (const url of urls) t.is((await app.request('GET', url)).status, 404);
+  const after = await upload(app, p2, seller.token, [{ name: 'c.png', data: imageBytes('png') }]);
+  t.is(after.status, 201);
+  t.is(after.body.images.length, 1);
+});
+
+test('image bytes: images of a product deleted without its purge (a process stopped between) go at the next prune', async (t) => {
+  const size = await storedPngBytes();
+  const app = await startTestApp({ env: { SELLER_MAX_IMAGE_BYTES: String(size + 1) } });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const [p1, p2] = [await createProduct(app, seller.id), await createProduct(app, seller.id)];
+  t.is((await upload(app, p1, seller.token, [{ name: 'a.png', data: imageBytes('png') }])).status, 201);
+  // The soft delete alone, as the service's first step writes it.
+  await app.db('products').where('id', p1).update({ status: 'DELETED' });
+  const stillCounted = await upload(app, p2, seller.token, [{ name: 'b.png', data: imageBytes('png') }]);
+  assertError(t, stillCounted, 409, 'IMAGE_QUOTA_EXCEEDED', `/api/v1/products/${p2}/images`);
+
+  const pruned = await app.bundle.services.pruner.pruneOnce();
+  t.is(pruned.deletedProductImages, 1);
+  t.deepEqual(await app.db('product_images').where('product_id', p1), []);
+  t.deepEqual(filesUnder(productDir(app, p1)), []);
+  t.is((await upload(app, p2, seller.token, [{ name: 'b.png', data: imageBytes('png') }])).status, 201);
+  // A live product's images are never touched.
+  t.is((await app.bundle.services.pruner.pruneOnce()).deletedProductImages, 0);
+  t.is((await app.db('product_images').where('product_id', p2)).length, 1);
+});
