@@ -59,6 +59,8 @@ export function createCategoryService(deps: { db: Db; events: EventBus; cacheObs
           );
         }
         if (isForeignKeyViolation(err)) throw unknownParent(); // parent deleted between the check and the insert
+        // Any other failure (a lost answer, a timeout) may have committed: the lists are dropped all the same.
+        await deps.events.emit('categoriesChanged', {});
         throw err;
       }
       await deps.events.emit('categoriesChanged', {});

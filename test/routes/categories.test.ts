@@ -1,3 +1,4 @@
+import knexFactory from 'knex';
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
@@ -164,3 +165,68 @@ test('POST /admin/categories: 401 without a token, 403 for a seller', async (t) 
   );
   assertError(t, await create({ name: `Nope ${uniq()}` }, seller.token), 403, 'FORBIDDEN');
 });
+
+test('a create that fails for an unknown reason (it may have committed) drops the cached list all the same', async (t) => {
+  // The create's INSERT waits for a lock another connection holds until its statement timeout: a 503 whose
+  // outcome the service cannot know (a lost answer looks the same). What such a create may have committed
+  // (here written directly afterwards) must show at once, not after the list's 3600 s.
+  const slow = await startTestApp({ env: { DB_STATEMENT_TIMEOUT_MS: '300' } });
+  t.teardown(() => slow.close());
+  const boss = await createMember(slow, 'ADMIN');
+  t.is((await slow.request('GET', '/api/v1/categories')).status, 200); // the list is cached now
+  const name = `Held ${uniq()}`;
+  const hold = await holdCategoryWrites(slow, name);
+  try {
+    const res = await slow.request('POST', '/api/v1/admin/categories', { body: { name }, token: boss.token });
+    assertError(t, res, 503, 'SERVICE_UNAVAILABLE', '/api/v1/admin/categories');
+  } finally {
+    await hold.release();
+  }
+  await slow.db('categories').insert({
+    name,
+    name_key: name.toLowerCase(),
+    parent_key: 0,
+    display_order: 0,
+    created_at: new Date(),
+  });
+  const after = await slow.request('GET', '/api/v1/categories');
+  t.is(after.status, 200);
+  t.true(
+    after.body.some((category: { name: string }) => category.name === name),
+    'the category the failed create may have written is listed',
+  );
+});
+
+/**
+ * Another connection holds what an insert of `name` needs: SQLite's write lock (BEGIN IMMEDIATE), or on MySQL an
+ * uncommitted row with the same key, so the service's INSERT waits on the unique index.
+ */
+async function holdCategoryWrites(target: TestApp, name: string): Promise<{ release(): Promise<void> }> {
+  if (target.config.database.client === 'sqlite') {
+    const holder = knexFactory({
+      client: 'better-sqlite3',
+      connection: { filename: target.config.database.filename },
+      useNullAsDefault: true,
+    });
+    await holder.raw('BEGIN IMMEDIATE');
+    return {
+      release: async () => {
+        await holder.raw('ROLLBACK');
+        await holder.destroy();
+      },
+    };
+  }
+  const holder = await target.db.transaction();
+  await holder('categories').insert({
+    name,
+    name_key: name.toLowerCase(),
+    parent_key: 0,
+    display_order: 0,
+    created_at: new Date(),
+  });
+  return {
+    release: async () => {
+      await holder.rollback();
+    },
+  };
+}
