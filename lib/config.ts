@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import { getPublicSuffix } from 'tldts';
 import * as yup from 'yup';
 import { localJwtSecret } from './auth/local-jwt-secret';
 export const DEFAULT_SEED_PASSWORDS = {
@@ -365,9 +366,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .map((origin) => origin.trim())
     .filter(Boolean);
   // A wildcard only as the whole leftmost label, before at least two fixed ones (`https://*.example.com`) or
-  // `localhost` (`http://*.localhost:5173`). A public suffix such as `*.co.uk` is not recognised. Anywhere
-  // else it would also allow someone else's site (`https://*example.com` matches `https://evilexample.com`,
-  // `https://*.example.*` matches `https://www.example.evil.test`), with credentials.
+  // `localhost` (`http://*.localhost:5173`), and never before a public suffix (`*.co.uk`, `*.github.io`: the
+  // Public Suffix List, through tldts). Anywhere else it would also allow someone else's site
+  // (`https://*example.com` matches `https://evilexample.com`, `https://*.example.*` matches
+  // `https://www.example.evil.test`, `https://*.co.uk` every British company), with credentials.
   for (const origin of corsOrigins) {
     if (!/^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d+)?$/.test(origin)) {
       throw new ConfigError(
@@ -378,13 +380,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             : ''),
       );
     }
-    if (
-      origin.includes('*') &&
-      !/^https?:\/\/\*\.([A-Za-z0-9-]+\.[A-Za-z0-9-]+|localhost(:\d+)?$)/i.test(origin)
-    ) {
+    if (origin.includes('*') && !wildcardOwnsItsSuffix(origin)) {
       throw new ConfigError(
         'CORS_ORIGINS',
-        `Invalid configuration: CORS_ORIGINS entry "${origin}" matches too much: a wildcard needs at least two fixed labels after it (https://*.example.com)`,
+        `Invalid configuration: CORS_ORIGINS entry "${origin}" matches too much: a wildcard needs a domain of its own after it, not a public suffix (https://*.example.com)`,
       );
     }
   }
@@ -492,6 +491,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * 2 cores that is 1: a second cost-12 hash would take the core the event loop needs, and an image GET during
  * 50 parallel logins went from p99 ~150 ms to ~100 ms on this 2-core machine (auth-bcrypt-bound.test.ts).
  */
+/**
+ * `scheme://*.<rest>[:port]` whose `<rest>` is `localhost` or a name below a public suffix: at least two labels,
+ * and not itself a suffix anyone can register under (private ones such as github.io included).
+ */
+function wildcardOwnsItsSuffix(origin: string): boolean {
+  const match = /^https?:\/\/\*\.([A-Za-z0-9.-]+?)(:\d+)?$/i.exec(origin);
+  if (!match) return false;
+  const rest = match[1].toLowerCase();
+  if (rest === 'localhost') return true;
+  if (!rest.includes('.')) return false;
+  return getPublicSuffix(rest, { allowPrivateDomains: true }) !== rest;
+}
+
 function defaultBcryptConcurrency(): number {
   return Math.min(2, Math.max(1, os.availableParallelism() - 1));
 }

@@ -81,15 +81,18 @@ test('every bad value names its variable', (t) => {
   }
 });
 
-test('CORS_ORIGINS: a wildcard only as whole leading labels before two fixed ones; anywhere else it is refused', (t) => {
+test('CORS_ORIGINS: a wildcard only as whole leading labels before a domain of its own; anywhere else it is refused', (t) => {
   const origins =
-    'https://*.example.com,https://*.shop.example.co.uk:8443,http://localhost:5173,http://*.localhost:5173';
+    'https://*.example.com,https://*.shop.example.co.uk:8443,https://*.example.co.uk,http://localhost:5173,http://*.localhost:5173';
   t.deepEqual(loadConfig({ ...base, CORS_ORIGINS: origins }).corsOrigins, origins.split(','));
   for (const origin of [
     'https://*example.com', // would match https://evilexample.com
     'https://*.example.*', // would match https://www.example.evil.test
     'https://app-*.example.com',
     'https://*.com',
+    'https://*.co.uk', // a public suffix: every British company's site
+    'https://*.github.io', // a private public suffix: every GitHub Pages site
+    'https://*.COM.AU:8443',
     'https://*',
     'https://a.*.example.com',
   ]) {
