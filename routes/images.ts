@@ -42,7 +42,10 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
           [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
           [404, 'Unknown or deleted product (NOT_FOUND)'],
           [409, "IMAGE_QUOTA_EXCEEDED: the seller's stored images would exceed SELLER_MAX_IMAGE_BYTES"],
-          [413, 'A file is over 10 MB (FILE_TOO_LARGE)'],
+          [
+            413,
+            'A file is over 10 MB (FILE_TOO_LARGE), or the declared body over any form (PAYLOAD_TOO_LARGE)',
+          ],
           [415, 'Not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)'],
         ),
       },

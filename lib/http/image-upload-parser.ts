@@ -69,6 +69,25 @@ function toAppError(err: unknown): unknown {
   return new ValidationError(`Invalid multipart body: ${why}`, [{ field: 'body', message: why }]);
 }
 
+/** The largest form there is: five whole files plus the parts' headers and what else fits in the form. */
+export const MAX_UPLOAD_BODY_BYTES = MAX_IMAGES_PER_PRODUCT * MAX_FILE_BYTES + 1024 * 1024;
+
+/**
+ * A declared Content-Length beyond any acceptable form is 413 before a byte of it is read, and the connection
+ * closes after the answer: parsing it would read (and throw away) all of it first, so a large upload over a
+ * slow link would only ever see the request timeout's 408.
+ */
+function refuseOversizedBody(ctx: Context): void {
+  const declared = Number(ctx.get('Content-Length') || 0);
+  if (declared <= MAX_UPLOAD_BODY_BYTES) return;
+  throw new AppError(
+    413,
+    'PAYLOAD_TOO_LARGE',
+    `An upload is at most ${MAX_IMAGES_PER_PRODUCT} files of ${MAX_FILE_BYTES / 1024 / 1024} MB (${declared} bytes declared)`,
+    { headers: { Connection: 'close' } },
+  );
+}
+
 /**
  * Route `before` middleware: parses the `images` field to disk, exposes the files to the handler through
  * `incomingFiles(ctx)`, and removes the temporary directory after the handler has run.
@@ -96,6 +115,7 @@ export function createImageUploadParser(uploadDir: string): Middleware {
     if (ctx.request.type !== 'multipart/form-data') {
       throw new UnsupportedMediaTypeError('Content-Type must be multipart/form-data');
     }
+    refuseOversizedBody(ctx);
     const tmpDir = path.join(tmpRoot, crypto.randomUUID());
     await fs.mkdir(tmpDir, { recursive: true });
     tmpDirs.set(ctx.req, tmpDir);

@@ -362,6 +362,26 @@ test.serial(
 );
 
 test.serial(
+  'a declared body larger than any form is 413 at once, before it is read, and the connection closes',
+  async (t) => {
+    const productId = await createProduct(app, seller.id);
+    const declared = 600 * 1024 * 1024;
+    const started = Date.now();
+    // Only the headers and a first part are sent: the answer must not wait for the other 600 MB.
+    const res = await rawExchange(
+      `POST /api/v1/products/${productId}/images HTTP/1.1\r\nHost: x\r\n` +
+        `Authorization: Bearer ${seller.token}\r\nContent-Type: multipart/form-data; boundary=big\r\n` +
+        `Content-Length: ${declared}\r\n\r\n--big\r\nContent-Disposition: form-data; name="images"; filename="a.png"\r\n\r\n`,
+    );
+    t.is(res.status, 413);
+    t.is(res.body.code, 'PAYLOAD_TOO_LARGE');
+    t.regex(res.body.message, new RegExp(`${declared} bytes declared`));
+    t.true(Date.now() - started < 5000, 'answered without waiting for the body');
+    await assertNothingStored(t, productId);
+  },
+);
+
+test.serial(
   'a malformed multipart body (no boundary, or cut off mid-file) is 400 and leaves no file behind',
   async (t) => {
     const productId = await createProduct(app, seller.id);
