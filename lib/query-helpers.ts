@@ -59,16 +59,19 @@ export function likeContains(keyword: string): string {
 
 /**
  * Deletes the rows of `table` that `where` selects, `batch` ids at a time (no long lock on a big table);
- * returns how many were deleted. Used by the scheduled pruning.
+ * returns how many were deleted. Used by the scheduled pruning. Once `signal` is aborted no further batch
+ * starts (the rest is left for a later pass).
  */
 export async function deleteInBatches(
   db: Knex,
   table: string,
   where: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+  signal?: AbortSignal,
   batch = 1000,
 ): Promise<number> {
   let deleted = 0;
   for (;;) {
+    if (signal?.aborted) return deleted;
     const ids = ((await where(db(table)).select('id').limit(batch)) as Array<{ id: number }>).map(
       (r) => r.id,
     );

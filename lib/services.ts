@@ -121,9 +121,9 @@ export function createServices(deps: Deps) {
     logger: deps.logger,
     intervalSeconds: deps.config.pruneIntervalSeconds,
     targets: [
-      { name: 'refreshTokens', prune: (now) => refreshTokens.prune(now) },
-      { name: 'idempotencyKeys', prune: (now) => idempotency.prune(now) },
-      { name: 'deliveredOutbox', prune: (now) => pruneDeliveredOutbox(deps.db, now) },
+      { name: 'refreshTokens', prune: (now, signal) => refreshTokens.prune(now, signal) },
+      { name: 'idempotencyKeys', prune: (now, signal) => idempotency.prune(now, signal) },
+      { name: 'deliveredOutbox', prune: (now, signal) => pruneDeliveredOutbox(deps.db, now, signal) },
       { name: 'deletedProductImages', prune: () => images.pruneDeletedProducts() },
     ],
   });
@@ -171,8 +171,8 @@ export function createServices(deps: Deps) {
     },
     /** Flushes and stops background work; the database pool is closed by the caller afterwards. */
     async stop(): Promise<void> {
-      // A sweep in progress finishes first: it still needs the inventory and the pool, and the cluster to
-      // announce what it gave back.
+      // A sweep in progress ends first, after the order under way: it still needs the inventory and the pool,
+      // and the cluster to announce what it gave back.
       await orderExpiry?.stop();
       // Hands this instance's shards over (answers under way go out), then flushes what is left here.
       await deps.cluster?.close();

@@ -16,11 +16,11 @@ export interface RefreshTokenRow {
 export function createRefreshTokenRepository(db: Db) {
   return {
     /** Expired rows (useless), used and revoked rows (a replay of one is recognised without its row). */
-    async prune(now: Date): Promise<number> {
+    async prune(now: Date, signal?: AbortSignal): Promise<number> {
       return (
-        (await deleteInBatches(db, 'refresh_tokens', (q) => q.where('expires_at', '<', now))) +
-        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('used_at'))) +
-        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('revoked_at')))
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.where('expires_at', '<', now), signal)) +
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('used_at'), signal)) +
+        (await deleteInBatches(db, 'refresh_tokens', (q) => q.whereNotNull('revoked_at'), signal))
       );
     },
 

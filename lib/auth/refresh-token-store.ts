@@ -102,10 +102,11 @@ export function createRefreshTokenStore(deps: { db: Db; logger: Logger; tokens: 
 
     /**
      * Scheduled pruning: expired rows (useless), used and revoked rows (a replay of one is recognised without
-     * its row, see findRow). The table then holds about one row per live session.
+     * its row, see findRow). The table then holds about one row per live session. `signal`: see
+     * deleteInBatches.
      */
-    async prune(now = new Date()): Promise<number> {
-      return repository.prune(now);
+    async prune(now = new Date(), signal?: AbortSignal): Promise<number> {
+      return repository.prune(now, signal);
     },
 
     /** Revokes a family by its id (a session whose grant no longer holds). */

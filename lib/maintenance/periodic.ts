@@ -1,11 +1,14 @@
 // One schedule for background passes (pruning, order expiry): a pass every `intervalSeconds` after the previous
 // one ended (never two at once in a process), a failed pass logged and the next one tried at the next interval,
-// and a stop() that waits for a pass in progress (the pool closes afterwards). Timers are unref'd.
+// and a stop() that asks a pass in progress to end after the batch or order under way (its AbortSignal: a
+// pass over a large backlog would otherwise hold shutdown for minutes) and waits for that (the pool closes
+// afterwards). What a stopped pass left is for the next one. Timers are unref'd.
 import type { Logger } from '../logger';
 
 export function createPeriodic(deps: {
   intervalSeconds: number;
-  run: () => Promise<unknown>;
+  /** One pass; it checks `signal` between its batches (or orders) and ends early once it is aborted. */
+  run: (signal: AbortSignal) => Promise<unknown>;
   log: Logger;
   /** Logged (error) when a pass fails. */
   failure: string;
@@ -16,20 +19,25 @@ export function createPeriodic(deps: {
   let started = false;
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
+  /** Aborted by stop(): the pass under way ends after its current batch. */
+  let current: AbortController | null = null;
 
   const schedule = () => {
     timer = setTimeout(tick, deps.intervalSeconds * 1000).unref();
   };
   const tick = () => {
     timer = null;
+    const controller = new AbortController();
+    current = controller;
     running = deps
-      .run()
+      .run(controller.signal)
       .then(
         () => undefined,
         (err: unknown) => deps.log.error({ err }, deps.failure),
       )
       .finally(() => {
         running = null;
+        current = null;
         if (started) schedule();
       });
   };
@@ -44,6 +52,7 @@ export function createPeriodic(deps: {
       started = false;
       if (timer) clearTimeout(timer);
       timer = null;
+      current?.abort();
       await running;
     },
   };

@@ -7,16 +7,21 @@ import { createPeriodic } from './periodic';
 
 export interface PruneTarget {
   name: string;
-  prune(now: Date): Promise<number>;
+  /** Deletes what is due as of `now`, a batch at a time; no batch starts once `signal` is aborted. */
+  prune(now: Date, signal?: AbortSignal): Promise<number>;
 }
 
 export function createPruner(deps: { logger: Logger; intervalSeconds: number; targets: PruneTarget[] }) {
   const log = deps.logger.child({ component: 'Pruner' });
 
-  async function pruneOnce(): Promise<Record<string, number>> {
+  /** One pass over the targets; with `signal` aborted (stop()) it ends after the batch under way. */
+  async function pruneOnce(signal?: AbortSignal): Promise<Record<string, number>> {
     const now = new Date();
     const deleted: Record<string, number> = {};
-    for (const target of deps.targets) deleted[target.name] = await target.prune(now);
+    for (const target of deps.targets) {
+      if (signal?.aborted) break;
+      deleted[target.name] = await target.prune(now, signal);
+    }
     if (Object.values(deleted).some((n) => n > 0)) log.info({ deleted }, 'Pruned expired rows');
     return deleted;
   }

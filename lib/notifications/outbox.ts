@@ -82,14 +82,17 @@ export const DELIVERED_OUTBOX_KEPT_MS = 24 * 60 * 60 * 1000;
  * Scheduled pruning: rows delivered more than DELIVERED_OUTBOX_KEPT_MS ago, a batch at a time. The row with the
  * highest id always stays, so the table's next id never starts over (a server that restarts its AUTO_INCREMENT
  * from the highest row left would hand out an outbox id a notification already names, and its delivery would
- * collapse into that notification).
+ * collapse into that notification). `signal`: see deleteInBatches.
  */
-export async function pruneDeliveredOutbox(db: Db, now: Date): Promise<number> {
+export async function pruneDeliveredOutbox(db: Db, now: Date, signal?: AbortSignal): Promise<number> {
   const before = new Date(now.getTime() - DELIVERED_OUTBOX_KEPT_MS);
   const newest = (await db('notification_outbox').max({ id: 'id' }).first()) as
     { id: number | null } | undefined;
   if (!newest?.id) return 0;
-  return deleteInBatches(db, 'notification_outbox', (q) =>
-    q.where('delivered_at', '<', before).where('id', '<', newest.id!),
+  return deleteInBatches(
+    db,
+    'notification_outbox',
+    (q) => q.where('delivered_at', '<', before).where('id', '<', newest.id!),
+    signal,
   );
 }

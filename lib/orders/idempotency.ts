@@ -174,9 +174,9 @@ export function createIdempotencyStore({ db, logger, leaseMs, waitMs }: Idempote
       }
     },
 
-    /** Scheduled pruning: keys past their 24 h window, a batch at a time. */
-    async prune(now = new Date()): Promise<number> {
-      return deleteInBatches(db, 'idempotency_keys', (q) => q.where('expires_at', '<', now));
+    /** Scheduled pruning: keys past their 24 h window, a batch at a time (`signal`: see deleteInBatches). */
+    async prune(now = new Date(), signal?: AbortSignal): Promise<number> {
+      return deleteInBatches(db, 'idempotency_keys', (q) => q.where('expires_at', '<', now), signal);
     },
 
     /** Frees a claim whose request failed (its response was never stored), unless another request took it. */

@@ -15,9 +15,12 @@ export function createOrderExpiry(deps: {
   const { expiry } = deps;
   const log = deps.logger.child({ component: 'OrderExpiry' });
 
-  /** One sweep as of `now` (the tests pass a later clock instead of waiting); the expired order ids. */
-  async function sweepOnce(now = new Date()): Promise<number[]> {
-    const expired = await deps.orders.expirePending(now, expiry.seconds, expiry.batch);
+  /**
+   * One sweep as of `now` (the tests pass a later clock instead of waiting); the expired order ids. Once
+   * `signal` is aborted (stop()) the sweep ends after the order under way; the next sweep takes the rest.
+   */
+  async function sweepOnce(now = new Date(), signal?: AbortSignal): Promise<number[]> {
+    const expired = await deps.orders.expirePending(now, expiry.seconds, expiry.batch, signal);
     if (expired.length > 0) {
       log.info(
         { expired: expired.length, orderIds: expired },
@@ -29,7 +32,7 @@ export function createOrderExpiry(deps: {
 
   const schedule = createPeriodic({
     intervalSeconds: expiry.sweepSeconds,
-    run: () => sweepOnce(),
+    run: (signal) => sweepOnce(new Date(), signal),
     log,
     failure: 'Expiring pending orders failed; trying again at the next sweep',
   });

@@ -198,11 +198,18 @@ export function createOrderService(deps: OrderServiceDeps) {
      * whose transaction also restores the stock and writes the outbox rows for the buyer and every seller.
      * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
      * sweep, or another instance sweeping the same database, leaves exactly one outcome. The expired ids.
+     * Once `signal` is aborted (the service stops) no further order is started; the next sweep takes them.
      */
-    async expirePending(now: Date, maxAgeSeconds: number, limit: number): Promise<number[]> {
+    async expirePending(
+      now: Date,
+      maxAgeSeconds: number,
+      limit: number,
+      signal?: AbortSignal,
+    ): Promise<number[]> {
       const due = await orders.pendingPlacedBefore(new Date(now.getTime() - maxAgeSeconds * 1000), limit);
       const expired: number[] = [];
       for (const order of due) {
+        if (signal?.aborted) break;
         if (nextStatus(order.status, EXPIRE) !== 'CANCELLED') continue;
         const changes = totalsByProduct(await orders.orderLines(order.id));
         const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {

@@ -207,6 +207,55 @@ test.serial('the schedule runs the sweep and logs one line for a sweep that expi
   t.regex(lines[0], /\[INFO\] \[-\] \[OrderExpiry\] Expired 1 order\(s\) left PENDING for over 3600 s$/);
 });
 
+test.serial(
+  'stop() during a sweep ends it after the order under way, consistent; a later sweep expires the rest',
+  async (t) => {
+    const scheduled = await startTestApp({
+      database,
+      env: { ...env, ORDER_EXPIRY_SWEEP_SECONDS: '1' },
+      logLevel: 'info',
+    });
+    t.teardown(() => scheduled.close());
+    await expiry(scheduled).stop();
+    await expiry(scheduled).sweepOnce(); // what other tests left due, so these orders are the sweep's batch
+    const { buyer, product } = await world(scheduled);
+    const productId = await product({ stockQuantity: 10 });
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++)
+      ids.push((await placeOrder(scheduled, buyer.token, [{ productId, quantity: 1 }])).body.orders[0].id);
+    await scheduled
+      .db('orders')
+      .whereIn('id', ids)
+      .update({ ordered_at: new Date(Date.now() - 2 * EXPIRY_SECONDS * 1000) });
+
+    // The first order's compare-and-set is on its way to the database: stop now.
+    let stopping: Promise<void> | undefined;
+    const onQuery = (data: { sql: string }) => {
+      if (!stopping && /^update .orders. set .status./i.test(data.sql)) stopping = expiry(scheduled).stop();
+    };
+    scheduled.db.on('query', onQuery);
+    t.teardown(() => scheduled.db.off('query', onQuery));
+    expiry(scheduled).start(); // the next sweep in 1 s
+    await eventually(async () => stopping !== undefined, 10_000);
+    await stopping;
+    scheduled.db.off('query', onQuery);
+
+    const statuses = async () =>
+      (await scheduled.db('orders').whereIn('id', ids).orderBy('id').select('status')).map(
+        (row: { status: string }) => row.status,
+      );
+    t.deepEqual(await statuses(), ['CANCELLED', 'PENDING', 'PENDING', 'PENDING']);
+    t.deepEqual(await productRow(scheduled, productId), { stock: 7, status: 'ON_SALE', salesCount: 3 });
+    t.is((await scheduled.db('order_status_history').where('order_id', ids[0])).length, 2);
+    t.true(scheduled.logs.lines.some((line) => line.includes('Expired 1 order(s) left PENDING')));
+
+    // Started again: the next sweep expires the rest.
+    expiry(scheduled).start();
+    await eventually(async () => (await statuses()).every((status) => status === 'CANCELLED'), 10_000);
+    t.deepEqual(await productRow(scheduled, productId), { stock: 10, status: 'ON_SALE', salesCount: 0 });
+  },
+);
+
 for (const racer of ['cancel', 'confirm'] as const) {
   test.serial(
     `${racer === 'cancel' ? "a buyer's cancel" : "a seller's confirm"} racing the sweep: exactly one wins, stock restored at most once`,
