@@ -1,7 +1,9 @@
 // Scheduled pruning, so tables that every request appends to stay bounded: used, revoked and expired refresh
 // tokens (one client refreshing in a loop added 143 rows/s, kept for 7 days), Idempotency-Keys past their
 // 24 h window, and outbox rows delivered more than 24 h ago (every order and status change adds one; the
-// notification itself stays). Every PRUNE_INTERVAL_SECONDS; a failed pass is logged and the next one tries again.
+// notification itself stays). Every PRUNE_INTERVAL_SECONDS; each target on its own: one that fails (a lock or
+// a statement timeout on its table, a broken table) is logged and tried again at the next pass, and the others
+// still run.
 import type { Logger } from '../logger';
 import { createPeriodic } from './periodic';
 
@@ -14,13 +16,20 @@ export interface PruneTarget {
 export function createPruner(deps: { logger: Logger; intervalSeconds: number; targets: PruneTarget[] }) {
   const log = deps.logger.child({ component: 'Pruner' });
 
-  /** One pass over the targets; with `signal` aborted (stop()) it ends after the batch under way. */
+  /**
+   * One pass over the targets: the rows each deleted (a target that failed is logged and left out). With
+   * `signal` aborted (stop()) it ends after the batch under way.
+   */
   async function pruneOnce(signal?: AbortSignal): Promise<Record<string, number>> {
     const now = new Date();
     const deleted: Record<string, number> = {};
     for (const target of deps.targets) {
       if (signal?.aborted) break;
-      deleted[target.name] = await target.prune(now, signal);
+      try {
+        deleted[target.name] = await target.prune(now, signal);
+      } catch (err) {
+        log.error({ err }, `Pruning ${target.name} failed; trying again at the next interval`);
+      }
     }
     if (Object.values(deleted).some((n) => n > 0)) log.info({ deleted }, 'Pruned expired rows');
     return deleted;

@@ -1,5 +1,6 @@
-// The scheduled pruning (lib/maintenance/pruner.ts) on its schedule, against the real database: stop() during a
-// pass over a backlog of several batches ends it after the batch under way (the rest goes at a later pass).
+// The scheduled pruning (lib/maintenance/pruner.ts) against the real database: stop() during a pass over a
+// backlog of several batches ends it after the batch under way (the rest goes at a later pass); a target that
+// fails (its table renamed away) is logged and the others are still pruned.
 // Serial: the tests share one service and its schedule.
 import test from 'ava';
 import type { Knex } from 'knex';
@@ -87,5 +88,41 @@ test.serial(
       () => 'the backlog was not pruned',
     );
     t.pass();
+  },
+);
+
+test.serial(
+  'a failing target is logged and the others are still pruned; it is pruned again once it works',
+  async (t) => {
+    await pruner().stop();
+    const past = new Date(Date.now() - 60_000);
+    const expiredToken = (familyId: string, hash: string) => ({
+      member_id: buyer.id,
+      family_id: familyId,
+      token_hash: hash.repeat(64),
+      expires_at: past,
+      created_at: past,
+    });
+    await expiredKeys(3, 'while-away');
+    // The first target's table is gone: every statement on it fails.
+    await app.db.schema.renameTable('refresh_tokens', 'refresh_tokens_away');
+    let deleted: Record<string, number>;
+    try {
+      deleted = await pruner().pruneOnce();
+    } finally {
+      await app.db.schema.renameTable('refresh_tokens_away', 'refresh_tokens');
+    }
+    t.deepEqual(deleted, { idempotencyKeys: 3, deliveredOutbox: 0 });
+    t.is(await keysLeft('while-away'), 0);
+    t.regex(
+      app.logs.text,
+      /\[ERROR\] \[-\] \[Pruner\] Pruning refreshTokens failed; trying again at the next interval\n\w*Error: (ER_NO_SUCH_TABLE|SQLITE_ERROR): /,
+    );
+
+    // The table is back: the next pass prunes it.
+    await app.db('refresh_tokens').insert(expiredToken('back-family', 'b'));
+    const next = await pruner().pruneOnce();
+    t.is(next.refreshTokens, 1);
+    t.is(await app.db('refresh_tokens').where('family_id', 'back-family').first(), undefined);
   },
 );
