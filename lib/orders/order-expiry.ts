@@ -2,6 +2,7 @@
 // ORDER_EXPIRY_SWEEP_SECONDS a sweep cancels at most ORDER_EXPIRY_BATCH PENDING orders older than that,
 // through the order machine (EXPIRE, by the system), restoring their stock and notifying buyer and sellers
 // (OrderService.expirePending). Any number of instances may sweep one database: the compare-and-set decides.
+// An order that fails is logged and left to the next sweep; the others of the sweep still expire.
 import type { OrderPolicies } from '../config';
 import type { Logger } from '../logger';
 import { createPeriodic } from '../maintenance/periodic';
@@ -20,7 +21,15 @@ export function createOrderExpiry(deps: {
    * `signal` is aborted (stop()) the sweep ends after the order under way; the next sweep takes the rest.
    */
   async function sweepOnce(now = new Date(), signal?: AbortSignal): Promise<number[]> {
-    const expired = await deps.orders.expirePending(now, expiry.seconds, expiry.batch, signal);
+    const { expired, failed } = await deps.orders.expirePending(now, expiry.seconds, expiry.batch, signal);
+    for (const { orderId, err } of failed) {
+      log.error(
+        { err, orderId },
+        expired.includes(orderId)
+          ? `Order ${orderId} expired, but announcing its restored stock failed`
+          : `Expiring order ${orderId} failed; the next sweep tries it again`,
+      );
+    }
     if (expired.length > 0) {
       log.info(
         { expired: expired.length, orderIds: expired },

@@ -48,6 +48,17 @@ export interface PlaceResult {
   replayed: boolean;
 }
 
+/** What one expiry sweep did (OrderService.expirePending). */
+export interface ExpiryOutcome {
+  /** The orders it cancelled. */
+  expired: number[];
+  /**
+   * The orders it failed on: left PENDING for the next sweep, or, for an id also in `expired`, cancelled but
+   * their restored stock not announced.
+   */
+  failed: Array<{ orderId: number; err: unknown }>;
+}
+
 /** The system's event that cancels an unconfirmed order (ORDER_PENDING_EXPIRY_SECONDS). */
 const EXPIRE = { type: 'EXPIRE', role: 'SYSTEM' } as const;
 
@@ -197,32 +208,37 @@ export function createOrderService(deps: OrderServiceDeps) {
      * `maxAgeSeconds` before `now`, oldest first, each like a buyer's cancel: one compare-and-set from PENDING
      * whose transaction also restores the stock and writes the outbox rows for the buyer and every seller.
      * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
-     * sweep, or another instance sweeping the same database, leaves exactly one outcome. The expired ids.
-     * Once `signal` is aborted (the service stops) no further order is started; the next sweep takes them.
+     * sweep, or another instance sweeping the same database, leaves exactly one outcome.
+     * Each order on its own: one that fails is reported and the others still expire (and are announced).
+     * Once `signal` is aborted (the service stops) no further order is started. The next sweep takes the rest.
      */
     async expirePending(
       now: Date,
       maxAgeSeconds: number,
       limit: number,
       signal?: AbortSignal,
-    ): Promise<number[]> {
+    ): Promise<ExpiryOutcome> {
       const due = await orders.pendingPlacedBefore(new Date(now.getTime() - maxAgeSeconds * 1000), limit);
-      const expired: number[] = [];
+      const outcome: ExpiryOutcome = { expired: [], failed: [] };
       for (const order of due) {
         if (signal?.aborted) break;
         if (nextStatus(order.status, EXPIRE) !== 'CANCELLED') continue;
-        const changes = totalsByProduct(await orders.orderLines(order.id));
-        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {
-          changedBy: null,
-          notifies: notifiedOn(order.status, EXPIRE.type),
-          extra: (trx, at) => inventory.restore(trx, changes, at),
-        });
-        if (!won) continue; // confirmed, cancelled or expired elsewhere meanwhile
-        await inventory.restored(changes);
-        expired.push(order.id);
+        try {
+          const changes = totalsByProduct(await orders.orderLines(order.id));
+          const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {
+            changedBy: null,
+            notifies: notifiedOn(order.status, EXPIRE.type),
+            extra: (trx, at) => inventory.restore(trx, changes, at),
+          });
+          if (!won) continue; // confirmed, cancelled or expired elsewhere meanwhile
+          outcome.expired.push(order.id);
+          await inventory.restored(changes);
+        } catch (err) {
+          outcome.failed.push({ orderId: order.id, err });
+        }
       }
-      if (expired.length > 0) notifications.wake();
-      return expired;
+      if (outcome.expired.length > 0) notifications.wake();
+      return outcome;
     },
   };
 }

@@ -108,7 +108,10 @@ test("an expired order: CANCELLED is current, reached by the system's EXPIRE fro
   // Older than anything else in this file's database, and expired with a ten-year limit: only this order is due.
   const tenYears = 10 * 365 * 86_400;
   await app.db('orders').where('id', order.id).update({ ordered_at: new Date(Date.now() - (tenYears + 60) * 1000) });
-  t.deepEqual(await app.bundle.services.orders.expirePending(new Date(), tenYears, 100), [order.id]);
+  t.deepEqual(await app.bundle.services.orders.expirePending(new Date(), tenYears, 100), {
+    expired: [order.id],
+    failed: [],
+  });
 
   const res = await app.request('GET', `/api/v1/orders/${order.id}/lifecycle`, { token: buyer.token });
   t.is(res.status, 200);

@@ -2,7 +2,9 @@
 // older than the limit through the order machine (EXPIRE, by the system), restores its stock once and notifies
 // the buyer and the seller(s); CONFIRMED orders never expire; a buyer's cancel or a seller's confirm racing
 // the sweep, or two instances sweeping one database, leave exactly one outcome. The sweep is driven with a
-// later clock (sweepOnce(now)), not by waiting; one test lets the schedule run on an order made old in SQL.
+// later clock (sweepOnce(now)), not by waiting; one test lets the schedule run on an order made old in SQL. An
+// order the database refuses to update (a trigger) is logged and left PENDING, the rest of its sweep expires;
+// stop() during a scheduled sweep ends it after the order under way.
 // Serial: a sweep with a later clock expires every due order of the shared database, other tests' too.
 import test from 'ava';
 import { createMember, createProduct } from '../helpers/factories';
@@ -253,6 +255,78 @@ test.serial(
     expiry(scheduled).start();
     await eventually(async () => (await statuses()).every((status) => status === 'CANCELLED'), 10_000);
     t.deepEqual(await productRow(scheduled, productId), { stock: 10, status: 'ON_SALE', salesCount: 0 });
+  },
+);
+
+/** A trigger that makes the database refuse every UPDATE of one order's row (a real error, on its own). */
+async function refuseUpdatesOf(target: TestApp, orderId: number): Promise<() => Promise<void>> {
+  await target.db.raw(
+    DB_KIND === 'mysql'
+      ? `CREATE TRIGGER expiry_refused BEFORE UPDATE ON orders FOR EACH ROW BEGIN
+           IF NEW.id = ${orderId} THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF;
+         END`
+      : `CREATE TRIGGER expiry_refused BEFORE UPDATE ON orders WHEN NEW.id = ${orderId} BEGIN
+           SELECT RAISE(ABORT, 'refused by the test');
+         END`,
+  );
+  return async () => {
+    await target.db.raw('DROP TRIGGER expiry_refused');
+  };
+}
+
+test.serial(
+  'an order that fails to expire is logged and left PENDING; the others of the sweep expire and are announced',
+  async (t) => {
+    const logged = await startTestApp({ database, env, logLevel: 'info' });
+    t.teardown(() => logged.close());
+    const { buyer, product } = await world(logged);
+    const productId = await product({ stockQuantity: 10 });
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push((await placeOrder(logged, buyer.token, [{ productId, quantity: 1 }])).body.orders[0].id);
+    await logged
+      .db('orders')
+      .whereIn('id', ids)
+      .update({ ordered_at: new Date(Date.now() - 400 * 86_400_000) });
+    const now = later(-1000); // due only for orders made older than the expiry above
+
+    const allow = await refuseUpdatesOf(logged, ids[1]);
+    let expired: number[];
+    try {
+      expired = await expiry(logged).sweepOnce(now);
+    } finally {
+      await allow();
+    }
+    t.deepEqual(expired, [ids[0], ids[2]]);
+    const statuses = async () =>
+      (await logged.db('orders').whereIn('id', ids).orderBy('id').select('status')).map(
+        (row: { status: string }) => row.status,
+      );
+    t.deepEqual(await statuses(), ['CANCELLED', 'PENDING', 'CANCELLED']);
+    t.deepEqual(await productRow(logged, productId), { stock: 9, status: 'ON_SALE', salesCount: 1 });
+    t.is((await logged.db('order_status_history').where('order_id', ids[1])).length, 1);
+    t.regex(
+      logged.logs.text,
+      new RegExp(
+        `\\[ERROR\\] \\[-\\] \\[OrderExpiry\\] Expiring order ${ids[1]} failed; the next sweep tries it again`,
+      ),
+    );
+    t.true(
+      logged.logs.lines.some((line) => line.endsWith('Expired 2 order(s) left PENDING for over 3600 s')),
+    );
+    // What did expire is announced: the buyer hears of both.
+    const told = await eventually(async () => {
+      const res = await logged.request('GET', '/api/v1/notifications', { token: buyer.token });
+      const orderIds: number[] = res.body.content
+        .filter((n: { type: string }) => n.type === 'OrderStatusChanged')
+        .map((n: { payload: { orderId: number } }) => n.payload.orderId);
+      return orderIds.length >= 2 && orderIds.sort((a, b) => a - b);
+    });
+    t.deepEqual(told, [ids[0], ids[2]]);
+
+    // The database takes it again: the next sweep expires it.
+    t.deepEqual(await expiry(logged).sweepOnce(now), [ids[1]]);
+    t.deepEqual(await productRow(logged, productId), { stock: 10, status: 'ON_SALE', salesCount: 0 });
   },
 );
 
