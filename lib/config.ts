@@ -117,6 +117,14 @@ const envSchema = yup.object({
   AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
   PRODUCT_LIST_CACHE_ENTRIES: int(0, 100_000).default(1_000),
   PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
+  // The first pruning pass and expiry sweep after start: at a random moment within this many seconds, or `off`.
+  MAINTENANCE_FIRST_PASS_SECONDS: yup
+    .string()
+    .test('first-pass', '${path} must be 0 to 86400 (seconds) or off', (value) => {
+      if (value === undefined || value === 'off') return true;
+      return /^\d{1,5}$/.test(value) && Number(value) <= 86_400;
+    })
+    .default('60'),
   TRUST_PROXY: bool().default(false),
   TRUST_PROXY_HOPS: int(1, 20).default(1),
   // A guessable token would open the metrics to anyone: at least 16 characters.
@@ -223,6 +231,11 @@ export interface Config {
   productListCacheEntries: number;
   /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
   pruneIntervalSeconds: number;
+  /**
+   * The first pruning pass and the first expiry sweep run at a random moment within this many seconds of start
+   * (or of their interval, when that is shorter); null: only after one full interval.
+   */
+  maintenanceFirstPassSeconds: number | null;
   /** Koa's `proxy` and `maxIpsCount`: whether X-Forwarded-For names the client, through how many proxies. */
   trustProxy: { enabled: boolean; hops: number };
   /** Bearer token that opens GET /metrics to non-loopback clients in production; null: loopback only. */
@@ -445,6 +458,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
     productListCacheEntries: v.PRODUCT_LIST_CACHE_ENTRIES,
     pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
+    maintenanceFirstPassSeconds:
+      v.MAINTENANCE_FIRST_PASS_SECONDS === 'off' ? null : Number(v.MAINTENANCE_FIRST_PASS_SECONDS),
     trustProxy: { enabled: v.TRUST_PROXY, hops: v.TRUST_PROXY_HOPS },
     metricsToken: v.METRICS_TOKEN ?? null,
     limits: {

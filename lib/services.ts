@@ -95,7 +95,12 @@ export function createServices(deps: Deps) {
   const { pendingExpiry } = deps.config.orderPolicies;
   /** Null unless ORDER_PENDING_EXPIRY_SECONDS is set. */
   const orderExpiry = pendingExpiry
-    ? createOrderExpiry({ logger: deps.logger, orders, expiry: pendingExpiry })
+    ? createOrderExpiry({
+        logger: deps.logger,
+        orders,
+        expiry: pendingExpiry,
+        firstPassWithinSeconds: deps.config.maintenanceFirstPassSeconds,
+      })
     : null;
   const orderDiagram = createOrderDiagramService();
   const categories = createCategoryService({ ...deps, events, cacheObserver });
@@ -120,6 +125,7 @@ export function createServices(deps: Deps) {
   const pruner = createPruner({
     logger: deps.logger,
     intervalSeconds: deps.config.pruneIntervalSeconds,
+    firstPassWithinSeconds: deps.config.maintenanceFirstPassSeconds,
     targets: [
       { name: 'refreshTokens', prune: (now, signal) => refreshTokens.prune(now, signal) },
       { name: 'idempotencyKeys', prune: (now, signal) => idempotency.prune(now, signal) },

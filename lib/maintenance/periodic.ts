@@ -2,11 +2,25 @@
 // one ended (never two at once in a process), a failed pass logged and the next one tried at the next interval,
 // and a stop() that asks a pass in progress to end after the batch or order under way (its AbortSignal: a
 // pass over a large backlog would otherwise hold shutdown for minutes) and waits for that (the pool closes
-// afterwards). What a stopped pass left is for the next one. Timers are unref'd.
+// afterwards). What a stopped pass left is for the next one. The first pass after start() runs at a random
+// moment within `firstPassWithinSeconds` (at most one interval): an instance restarted more often than the
+// interval still runs passes, and instances started together do not all run theirs at once. Timers are unref'd.
 import type { Logger } from '../logger';
+
+/** The wait before the first pass: random within `withinSeconds` and the interval; a full interval if null. */
+export function firstPassDelayMs(
+  intervalSeconds: number,
+  withinSeconds: number | null,
+  random: () => number = Math.random,
+): number {
+  if (withinSeconds === null) return intervalSeconds * 1000;
+  return Math.floor(random() * Math.min(withinSeconds, intervalSeconds) * 1000);
+}
 
 export function createPeriodic(deps: {
   intervalSeconds: number;
+  /** The first pass runs at a random moment within this many seconds of start(); null or unset: one interval. */
+  firstPassWithinSeconds?: number | null;
   /** One pass; it checks `signal` between its batches (or orders) and ends early once it is aborted. */
   run: (signal: AbortSignal) => Promise<unknown>;
   log: Logger;
@@ -22,8 +36,8 @@ export function createPeriodic(deps: {
   /** Aborted by stop(): the pass under way ends after its current batch. */
   let current: AbortController | null = null;
 
-  const schedule = () => {
-    timer = setTimeout(tick, deps.intervalSeconds * 1000).unref();
+  const schedule = (ms: number) => {
+    timer = setTimeout(tick, ms).unref();
   };
   const tick = () => {
     timer = null;
@@ -38,7 +52,7 @@ export function createPeriodic(deps: {
       .finally(() => {
         running = null;
         current = null;
-        if (started) schedule();
+        if (started) schedule(deps.intervalSeconds * 1000);
       });
   };
 
@@ -46,7 +60,7 @@ export function createPeriodic(deps: {
     start(): void {
       if (started) return;
       started = true;
-      if (!running) schedule();
+      if (!running) schedule(firstPassDelayMs(deps.intervalSeconds, deps.firstPassWithinSeconds ?? null));
     },
     async stop(): Promise<void> {
       started = false;

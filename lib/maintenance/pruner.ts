@@ -13,7 +13,13 @@ export interface PruneTarget {
   prune(now: Date, signal?: AbortSignal): Promise<number>;
 }
 
-export function createPruner(deps: { logger: Logger; intervalSeconds: number; targets: PruneTarget[] }) {
+export function createPruner(deps: {
+  logger: Logger;
+  intervalSeconds: number;
+  /** The first pass after start: at a random moment within this many seconds (null: one interval). */
+  firstPassWithinSeconds: number | null;
+  targets: PruneTarget[];
+}) {
   const log = deps.logger.child({ component: 'Pruner' });
 
   /**
@@ -37,6 +43,7 @@ export function createPruner(deps: { logger: Logger; intervalSeconds: number; ta
 
   const schedule = createPeriodic({
     intervalSeconds: deps.intervalSeconds,
+    firstPassWithinSeconds: deps.firstPassWithinSeconds,
     run: pruneOnce,
     log,
     failure: 'Pruning failed; trying again at the next interval',

@@ -12,6 +12,8 @@ export function createOrderExpiry(deps: {
   logger: Logger;
   orders: Pick<OrderService, 'expirePending'>;
   expiry: NonNullable<OrderPolicies['pendingExpiry']>;
+  /** The first sweep after start: at a random moment within this many seconds (null: one interval). */
+  firstPassWithinSeconds: number | null;
 }) {
   const { expiry } = deps;
   const log = deps.logger.child({ component: 'OrderExpiry' });
@@ -41,6 +43,7 @@ export function createOrderExpiry(deps: {
 
   const schedule = createPeriodic({
     intervalSeconds: expiry.sweepSeconds,
+    firstPassWithinSeconds: deps.firstPassWithinSeconds,
     run: (signal) => sweepOnce(new Date(), signal),
     log,
     failure: 'Expiring pending orders failed; trying again at the next sweep',

@@ -73,6 +73,9 @@ export function testConfig(env: Record<string, string> = {}): Config {
     LOG_LEVEL: 'fatal',
     SEED_ON_START: 'false',
     ACTOR_IDLE_MS: '60000',
+    // Pruning and expiry sweeps only after their full interval, so no pass deletes or expires what a test is
+    // looking at unless the test sets a short interval (or this) itself.
+    MAINTENANCE_FIRST_PASS_SECONDS: 'off',
     ...env,
   });
 }

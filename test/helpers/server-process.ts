@@ -29,6 +29,7 @@ export function spawnServerProcess(env: Record<string, string>) {
       SEED_ON_START: 'false',
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'line',
+      MAINTENANCE_FIRST_PASS_SECONDS: 'off', // as in testConfig (harness.ts)
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

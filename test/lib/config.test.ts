@@ -289,3 +289,15 @@ test('order policies: off unless set; values read back; bad values named', (t) =
     t.is(err.message, `Invalid configuration: ${message}`);
   }
 });
+
+test('MAINTENANCE_FIRST_PASS_SECONDS: 60 by default, seconds or off when given; bad values named', (t) => {
+  const env = { ...base, JWT_SECRET: 'y'.repeat(40) };
+  t.is(loadConfig(env).maintenanceFirstPassSeconds, 60);
+  t.is(loadConfig({ ...env, MAINTENANCE_FIRST_PASS_SECONDS: '0' }).maintenanceFirstPassSeconds, 0);
+  t.is(loadConfig({ ...env, MAINTENANCE_FIRST_PASS_SECONDS: '300' }).maintenanceFirstPassSeconds, 300);
+  t.is(loadConfig({ ...env, MAINTENANCE_FIRST_PASS_SECONDS: 'off' }).maintenanceFirstPassSeconds, null);
+  for (const bad of ['soon', '-1', '1.5', '86401']) {
+    const err = configError(t, { ...env, MAINTENANCE_FIRST_PASS_SECONDS: bad });
+    t.is(err.variable, 'MAINTENANCE_FIRST_PASS_SECONDS');
+  }
+});

@@ -1,10 +1,10 @@
 // The schedule of background passes (lib/maintenance/periodic.ts) with real timers and a 50 ms interval: one
 // chain whatever the order of start() and stop() calls (never two passes at once, never a pass after stop()),
 // also when a pass is still under way across a stop() and a start(). A pass is held open until the test lets
-// it end.
+// it end. The first pass comes within `firstPassWithinSeconds` of start(), not after a whole interval.
 import test from 'ava';
 import { createLogger } from '../../lib/logger';
-import { createPeriodic } from '../../lib/maintenance/periodic';
+import { createPeriodic, firstPassDelayMs } from '../../lib/maintenance/periodic';
 import { LogCollector } from '../helpers/harness';
 
 const INTERVAL_MS = 50;
@@ -127,4 +127,57 @@ test('a failed pass is logged and the schedule goes on', async (t) => {
     logs.text,
     /\[ERROR\] \[-\] \[Test\] Pass failed; trying again at the next interval\nError: first pass breaks/,
   );
+});
+
+test('the first pass: random within firstPassWithinSeconds and the interval; a full interval when null', (t) => {
+  t.is(firstPassDelayMs(600, null), 600_000);
+  t.is(
+    firstPassDelayMs(600, 60, () => 0),
+    0,
+  );
+  t.is(
+    firstPassDelayMs(600, 60, () => 0.5),
+    30_000,
+  );
+  t.is(
+    firstPassDelayMs(600, 60, () => 0.9999),
+    59_994,
+  );
+  t.is(
+    firstPassDelayMs(30, 60, () => 0.5),
+    15_000,
+    'never later than one interval',
+  );
+  t.is(
+    firstPassDelayMs(600, 0, () => 0.7),
+    0,
+  );
+  for (let i = 0; i < 1000; i++) {
+    const ms = firstPassDelayMs(600, 60);
+    t.true(ms >= 0 && ms < 60_000);
+  }
+});
+
+test('the first pass runs soon after start() (and after a start() following a stop()), the next one an interval later', async (t) => {
+  const logs = new LogCollector();
+  const starts: number[] = [];
+  const schedule = createPeriodic({
+    intervalSeconds: 3600,
+    firstPassWithinSeconds: 0.1,
+    log: createLogger({ level: 'info', format: 'line', out: logs }),
+    failure: 'Pass failed',
+    async run() {
+      starts.push(Date.now());
+    },
+  });
+  for (let round = 1; round <= 2; round++) {
+    const started = Date.now();
+    schedule.start();
+    while (starts.length < round && Date.now() - started < 2000) await sleep(5);
+    t.is(starts.length, round, `round ${round}: a pass soon after start()`);
+    t.true(starts[round - 1] - started < 1000, `round ${round}: after ${starts[round - 1] - started} ms`);
+    await sleep(300);
+    t.is(starts.length, round, 'the next pass waits a whole interval');
+    await schedule.stop();
+  }
 });

@@ -1,6 +1,7 @@
 // The scheduled pruning (lib/maintenance/pruner.ts) against the real database: stop() during a pass over a
 // backlog of several batches ends it after the batch under way (the rest goes at a later pass); a target that
-// fails (its table renamed away) is logged and the others are still pruned.
+// fails (its table renamed away) is logged and the others are still pruned; the first pass runs soon after start
+// (MAINTENANCE_FIRST_PASS_SECONDS), not a whole PRUNE_INTERVAL_SECONDS later.
 // Serial: the tests share one service and its schedule.
 import test from 'ava';
 import type { Knex } from 'knex';
@@ -124,5 +125,29 @@ test.serial(
     const next = await pruner().pruneOnce();
     t.is(next.refreshTokens, 1);
     t.is(await app.db('refresh_tokens').where('family_id', 'back-family').first(), undefined);
+  },
+);
+
+test.serial(
+  'the first pass runs within MAINTENANCE_FIRST_PASS_SECONDS of start, not a whole interval later',
+  async (t) => {
+    const restarted = await startTestApp({
+      database: app.database,
+      env: { PRUNE_INTERVAL_SECONDS: '600', MAINTENANCE_FIRST_PASS_SECONDS: '1' },
+    });
+    t.teardown(() => restarted.close());
+    t.is(restarted.config.maintenanceFirstPassSeconds, 1);
+    await pruner().stop(); // this file's other instance stays out of it
+    await restarted.bundle.services.pruner.stop();
+    await expiredKeys(3, 'first-pass');
+    const started = Date.now();
+    restarted.bundle.services.pruner.start();
+    const waited = await until(
+      async () => (await keysLeft('first-pass')) === 0,
+      5_000,
+      () => 'the first pass did not come',
+    );
+    t.log(`pruned ${Date.now() - started} ms after start (polled for ${waited} ms)`);
+    t.true(Date.now() - started < 3_000);
   },
 );

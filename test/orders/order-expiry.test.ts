@@ -258,6 +258,33 @@ test.serial(
   },
 );
 
+test.serial(
+  'the first sweep runs within MAINTENANCE_FIRST_PASS_SECONDS of start, not a whole sweep interval later',
+  async (t) => {
+    const restarted = await startTestApp({
+      database,
+      env: { ...env, MAINTENANCE_FIRST_PASS_SECONDS: '1' }, // sweeps every 86400 s
+    });
+    t.teardown(() => restarted.close());
+    await expiry(restarted).stop();
+    const { buyer, product } = await world(restarted);
+    const productId = await product({ stockQuantity: 2 });
+    const id = (await placeOrder(restarted, buyer.token, [{ productId, quantity: 2 }])).body.orders[0].id;
+    await restarted
+      .db('orders')
+      .where('id', id)
+      .update({ ordered_at: new Date(Date.now() - 2 * EXPIRY_SECONDS * 1000) });
+    const started = Date.now();
+    expiry(restarted).start();
+    await eventually(
+      async () => (await restarted.db('orders').where('id', id).first('status')).status === 'CANCELLED',
+      5_000,
+    );
+    t.true(Date.now() - started < 3_000, `expired ${Date.now() - started} ms after start`);
+    t.deepEqual(await productRow(restarted, productId), { stock: 2, status: 'ON_SALE', salesCount: 0 });
+  },
+);
+
 /** A trigger that makes the database refuse every UPDATE of one order's row (a real error, on its own). */
 async function refuseUpdatesOf(target: TestApp, orderId: number): Promise<() => Promise<void>> {
   await target.db.raw(
