@@ -16,7 +16,8 @@ import {
   SELLER_EVENT_FOR_TARGET,
   type OrderStatus,
 } from '../../actors/order-lifecycle-machine';
-import { CommitOutcomeUnknownError } from '../errors';
+import { CommitOutcomeUnknownError, ServiceUnavailableError } from '../errors';
+import { isDatabaseUnavailable } from '../db-errors';
 import type { HeldClaim, IdempotencyStore } from './idempotency';
 import type { CreateOrderBody } from './order-schemas';
 import type { OrderJson } from './order-json';
@@ -209,7 +210,8 @@ export function createOrderService(deps: OrderServiceDeps) {
      * whose transaction also restores the stock and writes the outbox rows for the buyer and every seller.
      * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
      * sweep, or another instance sweeping the same database, leaves exactly one outcome.
-     * Each order on its own: one that fails is reported and the others still expire (and are announced).
+     * Each order on its own: one that fails is reported and the others still expire (and are announced). An
+     * unavailable database ends the sweep at that order: every order after it would wait out the same timeouts.
      * Once `signal` is aborted (the service stops) no further order is started. The next sweep takes the rest.
      */
     async expirePending(
@@ -235,6 +237,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           await inventory.restored(changes);
         } catch (err) {
           outcome.failed.push({ orderId: order.id, err });
+          if (isDatabaseUnavailable(err) || err instanceof ServiceUnavailableError) break;
         }
       }
       if (outcome.expired.length > 0) notifications.wake();
