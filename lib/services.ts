@@ -130,7 +130,7 @@ export function createServices(deps: Deps) {
       { name: 'refreshTokens', prune: (now, signal) => refreshTokens.prune(now, signal) },
       { name: 'idempotencyKeys', prune: (now, signal) => idempotency.prune(now, signal) },
       { name: 'deliveredOutbox', prune: (now, signal) => pruneDeliveredOutbox(deps.db, now, signal) },
-      { name: 'deletedProductImages', prune: () => images.pruneDeletedProducts() },
+      { name: 'deletedProductImages', prune: (_now, signal) => images.pruneDeletedProducts(signal) },
     ],
   });
   let leaveEvents: (() => void) | undefined;

@@ -266,11 +266,12 @@ export function createImageService({ config, db, logger, events, quotas }: Image
 
     /**
      * The pruner's pass: the images of DELETED products that no purge reached (a process stopped between the
-     * soft delete and its purge). Returns how many rows went.
+     * soft delete and its purge). Returns how many rows went; no further batch once `signal` is aborted.
      */
-    async pruneDeletedProducts(): Promise<number> {
+    async pruneDeletedProducts(signal?: AbortSignal): Promise<number> {
       let removed = 0;
       for (;;) {
+        if (signal?.aborted) return removed; // the rest is for the next pass
         const productIds = await repository.deletedProductsWithImages(100);
         if (productIds.length === 0) return removed;
         let batch = 0;
