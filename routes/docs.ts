@@ -71,6 +71,7 @@ export function openApiRoutes(table: () => RouteTableGroup[]): RouteDef[] {
       summary: 'This OpenAPI 3.1 document, generated from the route table and its yup schemas',
       tags: ['Documentation'],
       auth: 'public',
+      ignoreBearer: true,
       responses: { 200: { description: 'The OpenAPI document', schema: OPENAPI_DOCUMENT_SCHEMA } },
       handler: (_input, ctx) => {
         document ??= buildServedDocument(table());
@@ -90,6 +91,7 @@ export function docsPageRoutes(services: Pick<Services, 'orderDiagram'>, apiPref
       summary: 'Swagger UI for this API (served from the swagger-ui-dist package)',
       tags: ['Documentation'],
       auth: 'public',
+      ignoreBearer: true,
       responses: { 200: { description: 'Swagger UI', contentType: 'text/html', schema: HTML } },
       handler: (_input, ctx) => {
         ctx.type = 'text/html; charset=utf-8';
@@ -106,6 +108,7 @@ export function docsPageRoutes(services: Pick<Services, 'orderDiagram'>, apiPref
       summary: 'A static file of Swagger UI (swagger-ui.css, swagger-ui-bundle.js, favicons)',
       tags: ['Documentation'],
       auth: 'public',
+      ignoreBearer: true,
       params: strictObject({
         file: yup.string().required().max(100).meta({
           description: 'swagger-ui.css, swagger-ui-bundle.js, favicon-16x16.png or favicon-32x32.png',
@@ -134,6 +137,7 @@ export function docsPageRoutes(services: Pick<Services, 'orderDiagram'>, apiPref
       summary: 'The order lifecycle drawn from the order machine, with a legend',
       tags: ['Documentation'],
       auth: 'public',
+      ignoreBearer: true,
       responses: { 200: { description: 'The diagram page', contentType: 'text/html', schema: HTML } },
       handler: async (_input, ctx) => {
         ctx.type = 'text/html; charset=utf-8';

@@ -79,8 +79,9 @@ export interface RouteDef<
   /** Middleware run after `beforeBody` and before the body is validated (e.g. the multipart parser). */
   before?: Middleware[];
   /**
-   * Public routes that never use the caller's identity (signup, login, refresh, logout): any Authorization
-   * header is ignored, so a client that still sends its expired access token is not refused its own refresh.
+   * Public routes that never use the caller's identity (signup, login, refresh, logout, health, documentation):
+   * any Authorization header is ignored, so a client that still sends its expired access token is not refused
+   * its own refresh, and a probe's token never makes health depend on the member table.
    */
   ignoreBearer?: boolean;
   handler: (

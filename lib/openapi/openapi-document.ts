@@ -1,8 +1,9 @@
 // Builds the OpenAPI 3.1 document from the route table the app mounts (the same RouteDefs, yup request schemas
 // and yup response shapes), so the document cannot drift from what the service enforces. Every shape whose yup
 // schema names a component is emitted once under #/components/schemas and referenced by `$ref`. Errors the
-// pipeline itself produces (401/403 from `auth`, 400 from validation, 415/413 for JSON bodies, 500) are added
-// to every operation that can produce them, with API.md's error body as the shared `Error` component.
+// pipeline itself produces (401/403 from `auth`, 400 from validation, 415/413 for JSON bodies, 500, and the HTTP
+// layer's refusals as `4XX`) are added to every operation that can produce them, with API.md's error body as the
+// shared `Error` component.
 import * as yup from 'yup';
 import type { JsonSchema, ResponseDoc, RouteDef } from '../http/route';
 import { RETRY_AFTER } from '../http/route';
@@ -166,6 +167,13 @@ class DocumentBuilder {
       add(415, 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)');
     }
     add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
+    // Node's HTTP layer refuses some requests on any path before a route runs (lib/http/client-error.ts).
+    out['4XX'] ??= {
+      description:
+        'Refused before routing, and the connection closed: a malformed request (400 VALIDATION_ERROR), headers over 16 KB (431 REQUEST_HEADERS_TOO_LARGE), a request too slow to arrive (408 REQUEST_TIMEOUT)',
+      headers: RESPONSE_HEADERS,
+      content: { 'application/json': { schema: ERROR_REF } },
+    };
     // Every API operation reads the database (an authenticated call checks the member too): when it is down
     // or too slow the answer is 503 with Retry-After (lib/db-errors.ts). Documentation and health are apart.
     if (!def.tags.includes('Documentation') && !def.tags.includes('Health')) {

@@ -46,6 +46,17 @@ test('health, the OpenAPI document and the documentation pages', async (t) => {
   t.is(missing.status, 404);
   t.is(missing.body.code, 'NOT_FOUND');
   api.check(t, 'get', '/docs/assets/{file}', missing);
+  // Documentation, like health, ignores an Authorization header (a stale token never hides the docs).
+  for (const [path, template] of [
+    ['/api/v1/openapi.json', '/api/v1/openapi.json'],
+    ['/docs', '/docs'],
+    ['/docs/order-lifecycle', '/docs/order-lifecycle'],
+    ['/docs/assets/swagger-ui.css', '/docs/assets/{file}'],
+  ]) {
+    const res = await app.request('GET', path, { token: 'not-a-jwt' });
+    t.is(res.status, 200, path);
+    api.check(t, 'get', template, res);
+  }
 });
 
 test('error bodies: 401 without a token, 401 with a bad token, 403 for the wrong role, 400 validation', async (t) => {

@@ -92,6 +92,20 @@ if (!onMariaDb) {
       t.is(ready.value.status, 503);
       t.deepEqual(ready.value.body, { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
       t.true(ready.ms < 1_500, `readiness answered in ${ready.ms} ms`);
+      // Health ignores a token: checking one (a member never seen, so not cached) would need the database.
+      const token = service.app.bundle.services.tokens.signAccessToken({
+        id: 2_000_000_000,
+        role: 'BUYER',
+        tokenVersion: 0,
+      });
+      const liveWithToken = await service.app.request('GET', '/health/live', { token });
+      t.is(liveWithToken.status, 200, liveWithToken.text);
+      const readyWithToken = await service.app.request('GET', '/health/ready', { token });
+      t.is(readyWithToken.status, 503);
+      t.deepEqual(readyWithToken.body, {
+        status: 'DOWN',
+        checks: { database: 'DOWN', migrations: 'UNKNOWN' },
+      });
 
       const placed = await timed(() => order('refused'));
       assertUnavailable(t, placed.value, '/api/v1/orders');

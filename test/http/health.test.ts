@@ -53,3 +53,19 @@ test('GET /health/ready answers 200 while every connection of the pool is busy: 
     await busy.close();
   }
 });
+
+test('health ignores the Authorization header: a garbled token or one of an unknown member is not checked', async (t) => {
+  const unknownMember = app.bundle.services.tokens.signAccessToken({
+    id: 2_000_000_000,
+    role: 'BUYER',
+    tokenVersion: 0,
+  });
+  for (const token of ['not-a-jwt', unknownMember]) {
+    const live = await app.request('GET', '/health/live', { token });
+    t.is(live.status, 200, live.text);
+    t.deepEqual(live.body, { status: 'UP' });
+    const ready = await app.request('GET', '/health/ready', { token });
+    t.is(ready.status, 200, ready.text);
+    t.deepEqual(ready.body, { status: 'UP', checks: { database: 'UP', migrations: 'UP' } });
+  }
+});
