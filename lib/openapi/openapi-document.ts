@@ -257,8 +257,7 @@ class DocumentBuilder {
       summary: def.summary,
       description: authText(def),
       tags: def.tags,
-      // Public operations need no token (no padlock); a token they are sent must still be valid (401).
-      security: def.auth === 'public' ? [] : [{ [SECURITY_SCHEME]: [] }],
+      security: securityOf(def),
       responses: this.responsesOf(def),
       'x-auth': def.auth,
     };
@@ -268,6 +267,16 @@ class DocumentBuilder {
     if (requestBody) op.requestBody = requestBody;
     return op;
   }
+}
+
+/**
+ * A public operation that reads a sent token takes it optionally (`{}` or the bearer scheme): a valid one may
+ * change the answer (a seller also sees its own DRAFTs), an invalid one is 401. One that ignores the
+ * Authorization header has no security at all.
+ */
+function securityOf(def: RouteDef): OpenApiOperation['security'] {
+  if (def.auth !== 'public') return [{ [SECURITY_SCHEME]: [] }];
+  return def.ignoreBearer ? [] : [{}, { [SECURITY_SCHEME]: [] }];
 }
 
 function authText(def: RouteDef): string {

@@ -103,6 +103,7 @@ test('auth is reflected on every operation: bearer security, 401, and 403 for ro
     }
   }
   let ignoring = 0;
+  let optional = 0;
   let restricted = 0;
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
@@ -116,9 +117,10 @@ test('auth is reflected on every operation: bearer security, 401, and 403 for ro
         ignoring++;
         t.deepEqual(op.security, [], `${where} ignores the Authorization header`);
       } else if (auth === 'public') {
-        // No padlock on public operations; a token sent anyway must be valid, hence the 401.
+        // The token is optional: none, or a valid one (it may change the answer); an invalid one is 401.
+        optional++;
         t.truthy(op.responses['401'], `${where} documents 401`);
-        t.deepEqual(op.security, [], where);
+        t.deepEqual(op.security, [{}, { bearerAuth: [] }], `${where} takes a token optionally`);
       } else {
         t.truthy(op.responses['401'], `${where} documents 401`);
         t.deepEqual(op.security, [{ bearerAuth: [] }], where);
@@ -132,6 +134,15 @@ test('auth is reflected on every operation: bearer security, 401, and 403 for ro
   }
   t.true(restricted > 0, 'some routes are role-restricted');
   t.true(ignoring > 0, 'the auth routes that ignore a stale token are documented without security');
+  t.true(optional > 0, 'some public routes read a token when one is sent');
+  // The public reads a seller's token changes (its own DRAFTs) offer the token; health and docs do not.
+  for (const path of ['/api/v1/products', '/api/v1/products/{productId}', '/api/v1/products/cursor']) {
+    t.deepEqual(doc.paths[path].get.security, [{}, { bearerAuth: [] }], path);
+  }
+  for (const path of ['/health/live', '/health/ready', '/api/v1/openapi.json', '/docs', '/api/v1/auth/login']) {
+    const op = doc.paths[path].get ?? doc.paths[path].post;
+    t.deepEqual(op?.security, [], path);
+  }
 });
 
 test('error responses share the Error component, which is the error body the handler writes', async (t) => {
