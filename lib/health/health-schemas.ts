@@ -15,7 +15,8 @@ export const readinessShape = yup
         database: enumField(['UP', 'DOWN'] as const),
         migrations: enumField(['UP', 'PENDING', 'UNKNOWN'] as const),
       })
-      .noUnknown(),
+      .noUnknown()
+      .defined(), // always sent (a yup object is optional by default)
   })
   .noUnknown()
   .meta({ component: 'Readiness', example: { status: 'UP', checks: { database: 'UP', migrations: 'UP' } } });

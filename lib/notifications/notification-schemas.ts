@@ -14,6 +14,8 @@ const ORDER_NUMBER_EXAMPLE = '20261122-7K3QX9M2PA4D';
 export const orderCreatedPayloadShape = yup
   .object({ sellerId: idField(), orderId: idField(), orderNumber: stringField() })
   .noUnknown()
+  // Always sent: `.defined()` puts it in its notification's `required` (a yup object is optional by default).
+  .defined()
   .meta({
     component: 'OrderCreated',
     description: 'To the seller, once per order with their products',
@@ -30,6 +32,7 @@ export const orderStatusChangedPayloadShape = yup
     to: enumField(ORDER_STATUSES),
   })
   .noUnknown()
+  .defined()
   .meta({
     component: 'OrderStatusChanged',
     description:

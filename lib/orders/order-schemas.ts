@@ -189,6 +189,8 @@ const shippingAddressShape = yup
     receiverPhone: stringField(),
   })
   .noUnknown()
+  // Always sent: `.defined()` puts it in its parent's `required` (a yup object is optional by default).
+  .defined()
   .meta({ component: 'ShippingAddress' });
 export type ShippingAddress = yup.InferType<typeof shippingAddressShape>;
 

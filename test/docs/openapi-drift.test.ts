@@ -178,6 +178,29 @@ test('every shape is a named component, referenced by $ref; tags come in a newco
   t.deepEqual(statusBody.properties.status.enum, ['CONFIRMED', 'SHIPPED', 'DELIVERED']);
 });
 
+test('object fields of response shapes are required (the service always sends them)', (t) => {
+  const schemas = doc.components.schemas as Record<string, JsonSchema>;
+  const isObject = (schema: JsonSchema): boolean =>
+    schema.type === 'object' ||
+    (typeof schema.$ref === 'string' && schemas[schema.$ref.split('/').pop()!]?.type === 'object');
+  const optional: string[] = [];
+  const visit = (where: string, schema: JsonSchema) => {
+    const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+    const required = (schema.required ?? []) as string[];
+    for (const [name, property] of Object.entries(properties)) {
+      if (isObject(property) && !required.includes(name)) optional.push(`${where}.${name}`);
+      visit(`${where}.${name}`, property);
+    }
+  };
+  for (const [name, schema] of Object.entries(schemas)) visit(name, schema);
+  t.deepEqual(optional, []);
+  // The four the review found: yup objects are optional unless `.defined()`.
+  t.true((schemas.Order.required as string[]).includes('shippingAddress'));
+  t.true((schemas.OrderCreatedNotification.required as string[]).includes('payload'));
+  t.true((schemas.OrderStatusChangedNotification.required as string[]).includes('payload'));
+  t.deepEqual(schemas.Readiness.required, ['status', 'checks']);
+});
+
 test('every parameter is described and every request body has an example', (t) => {
   let bodies = 0;
   for (const [path, item] of Object.entries(doc.paths)) {
