@@ -1,6 +1,6 @@
 // POST /auth/signup, /auth/login, /auth/refresh, /auth/logout.
 import { refreshTokenBody, loginBody, signupBody, tokenPairShape } from '../lib/auth/auth-schemas';
-import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { BUSY_HASHER, defineRoute, errorResponses, unavailable, type RouteDef } from '../lib/http/route';
 import { memberShape } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
 
@@ -22,6 +22,7 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
           413,
           415,
           [429, 'TOO_MANY_REQUESTS: too many signups from this address or in total (Retry-After)'],
+          unavailable(BUSY_HASHER),
         ),
       },
       handler: async ({ body }, ctx) => {
@@ -48,6 +49,7 @@ export function authRoutes(services: Pick<Services, 'auth'>): RouteDef[] {
             429,
             'TOO_MANY_REQUESTS after 5 failed logins for this e-mail and address in 15 minutes, or a ceiling per e-mail, per address or in total (Retry-After)',
           ],
+          unavailable(BUSY_HASHER),
         ),
       },
       handler: async ({ body }, ctx) => {

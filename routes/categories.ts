@@ -21,7 +21,6 @@ export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef
       responses: {
         200: { description: 'All categories', schema: categoryListShape, headers: LIST_HEADERS },
         304: { description: 'Not modified (If-None-Match matched the ETag)', headers: LIST_HEADERS },
-        ...errorResponses(401),
       },
       handler: async (_input, ctx) => {
         sendCachedDocument(ctx, await services.categories.list(), { scope: 'public' });
@@ -38,7 +37,6 @@ export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef
         201: { description: 'The new category', schema: categoryShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also an unknown parentId)'],
-          401,
           403,
           [409, 'DUPLICATE_CATEGORY'],
           413,

@@ -1,5 +1,5 @@
 // Image routes: upload and delete under /api/v1, and the public, read-only /uploads files.
-import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { defineRoute, errorResponses, lostCommit, unavailable, type RouteDef } from '../lib/http/route';
 import {
   binaryFileSchema,
   IMAGE_UPLOAD_SCHEMA,
@@ -38,7 +38,6 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
             400,
             'VALIDATION_ERROR (no files in "images", or any other field), INVALID_FILE_TYPE (also undecodable), IMAGE_LIMIT_EXCEEDED (also over the pixel cap)',
           ],
-          401,
           [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
           [404, 'Unknown or deleted product (NOT_FOUND)'],
           [409, "IMAGE_QUOTA_EXCEEDED: the seller's stored images would exceed SELLER_MAX_IMAGE_BYTES"],
@@ -47,6 +46,7 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
             'A file is over 10 MB (FILE_TOO_LARGE), or the declared body over any form (PAYLOAD_TOO_LARGE)',
           ],
           [415, 'Not multipart/form-data (UNSUPPORTED_MEDIA_TYPE)'],
+          unavailable(lostCommit("the product's images")),
         ),
       },
       handler: async ({ params, auth }, ctx) => {
@@ -66,7 +66,6 @@ export function imageRoutes(services: Pick<Services, 'images'>): RouteDef[] {
         204: { description: 'Deleted' },
         ...errorResponses(
           400,
-          401,
           [403, 'Not a seller, or not the owner of the product, a DRAFT included (FORBIDDEN)'],
           [404, 'Unknown or deleted product, or unknown image (NOT_FOUND)'],
         ),

@@ -1,5 +1,5 @@
 // GET/PATCH /members/me and the admin's GET /admin/members.
-import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { BUSY_HASHER, defineRoute, errorResponses, unavailable, type RouteDef } from '../lib/http/route';
 import { pageEnvelope } from '../lib/http/pagination';
 import { listMembersQuery, memberPageShape, memberShape, updateMeBody } from '../lib/members/member-schemas';
 import type { Services } from '../lib/services';
@@ -12,7 +12,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       summary: 'The caller’s own member data',
       tags: ['Members'],
       auth: 'any',
-      responses: { 200: { description: 'The caller', schema: memberShape }, ...errorResponses(401) },
+      responses: { 200: { description: 'The caller', schema: memberShape } },
       handler: async ({ auth }, ctx) => {
         ctx.body = await services.members.getMe(auth);
       },
@@ -32,10 +32,10 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
         },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also a wrong currentPassword), BUSINESS_NUMBER_REQUIRED'],
-          401,
           413,
           415,
           [429, 'TOO_MANY_REQUESTS: wrong currentPassword attempts share the login throttle (Retry-After)'],
+          unavailable(`${BUSY_HASHER} (a password change)`),
         ),
       },
       handler: async ({ auth, body }, ctx) => {
@@ -51,7 +51,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       query: listMembersQuery,
       responses: {
         200: { description: 'A page of members', schema: memberPageShape },
-        ...errorResponses(400, 401, 403),
+        ...errorResponses(400, 403),
       },
       handler: async ({ query }, ctx) => {
         ctx.body = pageEnvelope(await services.members.list(query), query);

@@ -15,7 +15,7 @@ export function notificationRoutes(services: Pick<Services, 'notifications'>): R
       query: notificationListQuery,
       responses: {
         200: { description: 'A page of notifications', schema: notificationPageShape },
-        ...errorResponses(400, 401),
+        ...errorResponses(400),
       },
       handler: async ({ query, auth }, ctx) => {
         ctx.body = pageEnvelope(await services.notifications.listOwn(auth.id, query), query);

@@ -1,5 +1,5 @@
 import { strictObject } from '../lib/http/validate';
-import { defineRoute, errorResponses, type RouteDef } from '../lib/http/route';
+import { defineRoute, errorResponses, lostCommit, unavailable, type RouteDef } from '../lib/http/route';
 import { pageEnvelope } from '../lib/http/pagination';
 import {
   createOrderBody,
@@ -41,7 +41,6 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
             400,
             'VALIDATION_ERROR (quantity 1..1000, a productId twice, strings in shippingAddress, unknown fields, an order total over 9999999999.99, an empty or malformed Idempotency-Key)',
           ],
-          401,
           403,
           [404, 'NOT_FOUND: an unknown or deleted product'],
           [
@@ -71,7 +70,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       query: orderListQuery,
       responses: {
         200: { description: 'A page of orders', schema: orderPageShape },
-        ...errorResponses(400, 401),
+        ...errorResponses(400),
       },
       handler: async ({ query, auth }, ctx) => {
         ctx.body = pageEnvelope(await services.orders.listOwn(auth.id, query), query);
@@ -86,7 +85,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       params: orderIdParams,
       responses: {
         200: { description: 'The order', schema: orderShape },
-        ...errorResponses(400, 401, 403, 404),
+        ...errorResponses(400, 403, 404),
       },
       handler: async ({ params, auth }, ctx) => {
         ctx.body = await services.orders.get(params.orderId, auth);
@@ -107,7 +106,6 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
         },
         ...errorResponses(
           400,
-          401,
           [403, 'Not the buyer, a seller with items in it, or an admin (FORBIDDEN)'],
           [404, 'Unknown order (NOT_FOUND)'],
         ),
@@ -131,7 +129,13 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       body: strictObject({}),
       responses: {
         200: { description: 'The cancelled order', schema: orderShape },
-        ...errorResponses(400, 401, 403, 404, [409, 'ORDER_NOT_CANCELLABLE']),
+        ...errorResponses(
+          400,
+          403,
+          404,
+          [409, 'ORDER_NOT_CANCELLABLE'],
+          unavailable(lostCommit('the order')),
+        ),
       },
       handler: async ({ params, auth }, ctx) => {
         ctx.body = await services.orders.cancel(auth.id, params.orderId);
@@ -146,7 +150,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
       query: orderListQuery,
       responses: {
         200: { description: 'A page of orders', schema: orderPageShape },
-        ...errorResponses(400, 401, 403),
+        ...errorResponses(400, 403),
       },
       handler: async ({ query, auth }, ctx) => {
         ctx.body = pageEnvelope(await services.orders.listForSeller(auth.id, query), query);
@@ -164,11 +168,11 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
         200: { description: 'The updated order', schema: orderShape },
         ...errorResponses(
           400,
-          401,
           [403, 'FORBIDDEN: the order has none of your products'],
           404,
           [409, 'INVALID_STATUS_TRANSITION'],
           415,
+          unavailable(lostCommit('the order')),
         ),
       },
       handler: async ({ params, body, auth }, ctx) => {

@@ -53,7 +53,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
           headers: POPULAR_HEADERS,
         },
         304: notModified(POPULAR_HEADERS),
-        ...errorResponses(400, 401),
+        ...errorResponses(400),
       },
       handler: async ({ query }, ctx) => {
         sendCachedDocument(ctx, await services.products.popular(query.limit), {
@@ -72,7 +72,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       query: cursorProductsQuery,
       responses: {
         200: { description: 'A cursor page', schema: cursorPageShape },
-        ...errorResponses([400, 'VALIDATION_ERROR, INVALID_CURSOR'], 401),
+        ...errorResponses([400, 'VALIDATION_ERROR, INVALID_CURSOR']),
       },
       handler: async ({ query, auth }, ctx) => {
         ctx.body = await services.products.cursorList(auth, query);
@@ -95,7 +95,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
           headers: LIST_HEADERS,
         },
         304: notModified(LIST_HEADERS),
-        ...errorResponses(400, 401),
+        ...errorResponses(400),
       },
       handler: async ({ query, auth }, ctx) => {
         const envelope = (page: PageSlice<ProductJson>) => pageEnvelope(page, query);
@@ -117,7 +117,6 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
         201: { description: 'The new product', schema: productShape },
         ...errorResponses(
           [400, 'VALIDATION_ERROR (also an unknown categoryId)'],
-          401,
           403,
           [409, 'PRODUCT_QUOTA_EXCEEDED: the seller has SELLER_MAX_PRODUCTS live products'],
           413,
@@ -141,7 +140,7 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
       responses: {
         200: { description: 'The product', schema: productShape, headers: DETAIL_HEADERS },
         304: notModified(DETAIL_HEADERS),
-        ...errorResponses(400, 401, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
+        ...errorResponses(400, [404, 'Unknown, deleted, or a DRAFT of someone else (NOT_FOUND)']),
       },
       handler: async ({ params, auth }, ctx) => {
         const { document, visibility } = await services.products.detail(params.productId, auth);
@@ -164,7 +163,6 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
         200: { description: 'The updated product', schema: productShape },
         ...errorResponses(
           400,
-          401,
           [403, 'Not a seller, or another seller’s product (FORBIDDEN)'],
           [404, 'Unknown or deleted product'],
           413,
@@ -186,7 +184,6 @@ export function productRoutes(services: Pick<Services, 'products'>): RouteDef[] 
         204: { description: 'Deleted' },
         ...errorResponses(
           400,
-          401,
           [403, 'Not a seller, or another seller’s product (FORBIDDEN)'],
           [404, 'Unknown or deleted product'],
         ),

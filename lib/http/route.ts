@@ -170,16 +170,34 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
   }
 }
 
+/**
+ * The 503 every API operation may answer (its database unavailable or too slow), naming what else makes this
+ * one answer it, e.g. `...errorResponses(400, unavailable('the password hasher is busy'))`.
+ */
+export function unavailable(...also: string[]): [503, string] {
+  const causes = ['the database is unavailable or too slow', ...also].join(', or ');
+  return [503, `SERVICE_UNAVAILABLE: ${causes}; retry after Retry-After seconds`];
+}
+
+/** A 503 cause of the routes that hash or check a password (lib/auth/password-hasher.ts). */
+export const BUSY_HASHER = 'the password hasher is busy';
+
+/** A 503 cause: a transaction's COMMIT lost on the way, its outcome not learned (lib/commit-outcome.ts). */
+export const lostCommit = (what: string) =>
+  `the connection was lost during COMMIT (read ${what} before retrying: the change may have been made)`;
+
+/**
+ * Descriptions of a bare status in errorResponses. 401 is not here: the document derives it from the route's
+ * auth (a public route never answers UNAUTHENTICATED); 409 always names its codes.
+ */
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request (VALIDATION_ERROR and the other 400 codes of API.md)',
-  401: 'Not authenticated (UNAUTHENTICATED, INVALID_TOKEN, TOKEN_EXPIRED, INVALID_CREDENTIALS)',
+  400: 'Invalid request (VALIDATION_ERROR)',
   403: 'Wrong role or not the owner (FORBIDDEN)',
   404: 'Not found (NOT_FOUND)',
-  409: 'Conflicts with the current state',
-  413: 'Payload too large',
-  415: 'Unsupported media type',
+  413: 'JSON body over 1 MB (PAYLOAD_TOO_LARGE)',
+  415: 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)',
   429: 'Too many requests (TOO_MANY_REQUESTS)',
-  503: 'Busy for a moment (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
+  503: unavailable()[1],
 };
 
 /** The Retry-After response header of a 429 or 503, as the OpenAPI document describes it. */
@@ -195,9 +213,9 @@ export const RETRY_AFTER = {
 export function errorResponses(...statuses: Array<number | [number, string]>): Record<number, ResponseDoc> {
   const out: Record<number, ResponseDoc> = {};
   for (const entry of statuses) {
-    const [status, description] = Array.isArray(entry)
-      ? entry
-      : [entry, ERROR_DESCRIPTIONS[entry] ?? 'Error'];
+    const [status, description] = Array.isArray(entry) ? entry : [entry, ERROR_DESCRIPTIONS[entry]];
+    if (!description)
+      throw new Error(`errorResponses: status ${status} needs a description naming its codes`);
     // One description per status: a second one would silently replace the first in the served document.
     if (out[status]) throw new Error(`errorResponses: status ${status} is listed twice`);
     out[status] = { description, schema: errorShape };

@@ -6,7 +6,7 @@
 // shared `Error` component.
 import * as yup from 'yup';
 import type { JsonSchema, ResponseDoc, RouteDef } from '../http/route';
-import { RETRY_AFTER } from '../http/route';
+import { RETRY_AFTER, unavailable } from '../http/route';
 import { errorShape } from '../http/error-body';
 import { ComponentRegistry, describeYup, descriptionToJsonSchema, yupToJsonSchema } from './yup-json-schema';
 import { expandOptionalGroups, operationId, pathParamNames, toOpenApiPath } from './openapi-paths';
@@ -178,8 +178,7 @@ class DocumentBuilder {
     // or too slow the answer is 503 with Retry-After (lib/db-errors.ts). Documentation and health are apart.
     if (!def.tags.includes('Documentation') && !def.tags.includes('Health')) {
       out['503'] ??= {
-        description:
-          'The database is unavailable or too slow (SERVICE_UNAVAILABLE); retry after Retry-After seconds',
+        description: unavailable()[1],
         headers: { ...RESPONSE_HEADERS, ...RETRY_AFTER },
         content: { 'application/json': { schema: ERROR_REF } },
       };

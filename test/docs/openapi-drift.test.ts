@@ -317,3 +317,28 @@ test("POST /orders documents each of its 503 codes in its one 503 response; a st
     message: 'errorResponses: status 503 is listed twice',
   });
 });
+
+test('401 and 503 descriptions say what each operation can answer', (t) => {
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      const where = `${method} ${path}`;
+      const unauthorized = op.responses['401']?.description ?? '';
+      // Only login checks credentials; a public operation is never UNAUTHENTICATED (a token is optional).
+      if (where !== 'post /api/v1/auth/login') t.notRegex(unauthorized, /INVALID_CREDENTIALS/, where);
+      if (op['x-auth'] === 'public') t.notRegex(unauthorized, /UNAUTHENTICATED/, where);
+      else t.regex(unauthorized, /UNAUTHENTICATED/, where);
+      const unavailable = op.responses['503']?.description ?? '';
+      const hashes = ['post /api/v1/auth/signup', 'post /api/v1/auth/login', 'patch /api/v1/members/me'];
+      t.is(/password hasher is busy/.test(unavailable), hashes.includes(where), `${where}: ${unavailable}`);
+      const lostCommit = [
+        'post /api/v1/orders/{orderId}/cancel',
+        'patch /api/v1/sellers/orders/{orderId}/status',
+        'post /api/v1/products/{productId}/images',
+      ];
+      t.is(/lost during COMMIT \(read .+ before retrying/.test(unavailable), lostCommit.includes(where), where);
+    }
+  }
+  // A bare 401 would hide the route's own auth; a bare 409 would name no code.
+  t.throws(() => errorResponses(401), { message: /status 401 needs a description/ });
+  t.throws(() => errorResponses(409), { message: /status 409 needs a description/ });
+});
