@@ -1,7 +1,7 @@
 // GET /health/live and /health/ready. Both ignore an Authorization header: checking a token reads the member
 // from the database, so with the database down a probe that sends one would get 503 (or an Error body) instead
 // of the liveness or the readiness report.
-import { livenessShape, readinessShape } from '../lib/health/health-schemas';
+import { livenessShape, READINESS_DOWN_EXAMPLE, readinessShape } from '../lib/health/health-schemas';
 import { defineRoute, type RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 
@@ -30,7 +30,11 @@ export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
       ignoreBearer: true,
       responses: {
         200: { description: 'Ready', schema: readinessShape },
-        503: { description: 'Not ready (the checks say which part)', schema: readinessShape },
+        503: {
+          description: 'Not ready (the checks say which part)',
+          schema: readinessShape,
+          example: READINESS_DOWN_EXAMPLE,
+        },
       },
       handler: async (_input, ctx) => {
         const report = await services.health.ready();

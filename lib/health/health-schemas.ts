@@ -21,3 +21,9 @@ export const readinessShape = yup
   .noUnknown()
   .meta({ component: 'Readiness', example: { status: 'UP', checks: { database: 'UP', migrations: 'UP' } } });
 export type Readiness = yup.InferType<typeof readinessShape>;
+
+/** The 503's body when the database cannot be reached (the migrations then cannot be checked). */
+export const READINESS_DOWN_EXAMPLE: Readiness = {
+  status: 'DOWN',
+  checks: { database: 'DOWN', migrations: 'UNKNOWN' },
+};

@@ -26,6 +26,8 @@ export interface ResponseDoc {
    * sent on every response of this status (the contract test holds the service to it).
    */
   headers?: Record<string, { description: string; required?: boolean; schema: JsonSchema }>;
+  /** The body's example when not the schema's own (an error response's is built from its codes). */
+  example?: unknown;
 }
 
 type AnyObjectSchema = yup.ObjectSchema<yup.AnyObject>;

@@ -7,7 +7,7 @@
 import * as yup from 'yup';
 import type { JsonSchema, ResponseDoc, RouteDef } from '../http/route';
 import { RETRY_AFTER, unavailable } from '../http/route';
-import { errorShape } from '../http/error-body';
+import { errorExample, errorShape, type InvalidField } from '../http/error-body';
 import { ComponentRegistry, describeYup, descriptionToJsonSchema, yupToJsonSchema } from './yup-json-schema';
 import { expandOptionalGroups, operationId, pathParamNames, toOpenApiPath } from './openapi-paths';
 
@@ -127,34 +127,45 @@ class DocumentBuilder {
     yupToJsonSchema(errorShape, this.components);
   }
 
-  mediaType(schema: ResponseDoc['schema']): OpenApiMediaType {
-    if (!isYupSchema(schema)) return { schema: schema ?? { type: 'string' } };
-    const out: OpenApiMediaType = { schema: yupToJsonSchema(schema, this.components) };
-    const example = exampleOf(schema);
+  mediaType(
+    schema: ResponseDoc['schema'],
+    example = isYupSchema(schema) ? exampleOf(schema) : undefined,
+  ): OpenApiMediaType {
+    const out: OpenApiMediaType = {
+      schema: isYupSchema(schema) ? yupToJsonSchema(schema, this.components) : (schema ?? { type: 'string' }),
+    };
     if (example !== undefined) out.example = example;
     return out;
   }
 
-  responseObject(doc: ResponseDoc): OpenApiResponse {
+  responseObject(doc: ResponseDoc, status: string, request: ErrorRequest): OpenApiResponse {
     const out: OpenApiResponse = {
       description: doc.description,
       headers: { ...RESPONSE_HEADERS, ...doc.headers },
     };
-    if (doc.schema) out.content = { [doc.contentType ?? 'application/json']: this.mediaType(doc.schema) };
-    else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };
+    // An error response's example is one of its own codes, not the Error component's (a 400).
+    const example =
+      doc.example ?? (doc.schema === errorShape ? errorExample(status, doc.description, request) : undefined);
+    if (doc.schema) {
+      out.content = { [doc.contentType ?? 'application/json']: this.mediaType(doc.schema, example) };
+    } else if (doc.contentType) out.content = { [doc.contentType]: { schema: { type: 'string' } } };
     return out;
   }
 
   /** Responses declared by the route plus the ones the shared pipeline can answer for it. */
-  responsesOf(def: RouteDef): Record<string, OpenApiResponse> {
+  responsesOf(def: RouteDef, request: ErrorRequest): Record<string, OpenApiResponse> {
     const out: Record<string, OpenApiResponse> = {};
-    for (const [status, doc] of Object.entries(def.responses)) out[status] = this.responseObject(doc);
+    for (const [status, doc] of Object.entries(def.responses))
+      out[status] = this.responseObject(doc, status, request);
+    const error = (status: string, description: string, headers = {}): OpenApiResponse => ({
+      description,
+      headers: { ...RESPONSE_HEADERS, ...headers },
+      content: {
+        'application/json': { schema: ERROR_REF, example: errorExample(status, description, request) },
+      },
+    });
     const add = (status: number, description: string) => {
-      out[String(status)] ??= {
-        description,
-        headers: RESPONSE_HEADERS,
-        content: { 'application/json': { schema: ERROR_REF } },
-      };
+      out[String(status)] ??= error(String(status), description);
     };
     if (def.params || def.query || def.body) add(400, 'Invalid request (VALIDATION_ERROR)');
     if (def.auth === 'public') {
@@ -168,20 +179,14 @@ class DocumentBuilder {
     }
     add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
     // Node's HTTP layer refuses some requests on any path before a route runs (lib/http/client-error.ts).
-    out['4XX'] ??= {
-      description:
-        'Refused before routing, and the connection closed: a malformed request (400 VALIDATION_ERROR), headers over 16 KB (431 REQUEST_HEADERS_TOO_LARGE), a request too slow to arrive (408 REQUEST_TIMEOUT)',
-      headers: RESPONSE_HEADERS,
-      content: { 'application/json': { schema: ERROR_REF } },
-    };
+    out['4XX'] ??= error(
+      '4XX',
+      'Refused before routing, and the connection closed: headers over 16 KB (431 REQUEST_HEADERS_TOO_LARGE), a request too slow to arrive (408 REQUEST_TIMEOUT), a malformed request (400 VALIDATION_ERROR)',
+    );
     // Every API operation reads the database (an authenticated call checks the member too): when it is down
     // or too slow the answer is 503 with Retry-After (lib/db-errors.ts). Documentation and health are apart.
     if (!def.tags.includes('Documentation') && !def.tags.includes('Health')) {
-      out['503'] ??= {
-        description: unavailable()[1],
-        headers: { ...RESPONSE_HEADERS, ...RETRY_AFTER },
-        content: { 'application/json': { schema: ERROR_REF } },
-      };
+      out['503'] ??= error('503', unavailable()[1], RETRY_AFTER);
     }
     return out;
   }
@@ -251,21 +256,43 @@ class DocumentBuilder {
     for (const tag of def.tags) {
       if (!TAGS.some((t) => t.name === tag)) throw new Error(`${at}: tag "${tag}" is not in TAGS`);
     }
+    const parameters = this.parametersOf(def, concretePath, at);
+    // The path of the error examples: each path parameter by its example (`bad` for an invalid one).
+    const pathWith = (bad?: string) =>
+      openApiPath.replace(/\{(\w+)\}/g, (_m, name: string) =>
+        name === bad ? 'bad' : String(parameters.find((p) => p.name === name)?.example ?? 1),
+      );
+    const path = pathWith();
     const op: OpenApiOperation = {
       operationId: operationId(def.method, openApiPath),
       summary: def.summary,
       description: authText(def),
       tags: def.tags,
       security: securityOf(def),
-      responses: this.responsesOf(def),
+      responses: this.responsesOf(def, { path, invalid: invalidField(def, pathWith) }),
       'x-auth': def.auth,
     };
-    const parameters = this.parametersOf(def, concretePath, at);
     if (parameters.length > 0) op.parameters = parameters;
     const requestBody = this.requestBodyOf(def);
     if (requestBody) op.requestBody = requestBody;
     return op;
   }
+}
+
+/** Where an error example points: the request path, and a field a VALIDATION_ERROR example names. */
+interface ErrorRequest {
+  path: string;
+  invalid?: InvalidField;
+}
+
+/** The first field of the route's body, else of its query, else of its path parameters. */
+function invalidField(def: RouteDef, pathWith: (bad?: string) => string): InvalidField | undefined {
+  for (const where of ['body', 'query', 'params'] as const) {
+    const schema = def[where];
+    const name = schema && Object.keys(describeYup(schema).fields ?? {})[0];
+    if (name) return { where, name, path: pathWith(where === 'params' ? name : undefined) };
+  }
+  return undefined;
 }
 
 /**

@@ -2,7 +2,21 @@
 // served OpenAPI document, every documented operation is mounted, and each operation's auth is reflected.
 import test from 'ava';
 import Router from '@koa/router';
-import { ERROR_CODES } from '../../lib/errors';
+import {
+  CommitOutcomeUnknownError,
+  ConflictError,
+  ERROR_CODES,
+  IdempotencyKeyInProgressError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  UnauthenticatedError,
+  ValidationError,
+  type AppError,
+  type ErrorCode,
+} from '../../lib/errors';
+import { statusOfCode } from '../../lib/http/error-body';
 import { buildOpenApiDocument, TAGS, type OpenApiDocument } from '../../lib/openapi/openapi-document';
 import { expandOptionalGroups, toOpenApiPath } from '../../lib/openapi/openapi-paths';
 import { ComponentRegistry, yupToJsonSchema } from '../../lib/openapi/yup-json-schema';
@@ -341,4 +355,57 @@ test('401 and 503 descriptions say what each operation can answer', (t) => {
   // A bare 401 would hide the route's own auth; a bare 409 would name no code.
   t.throws(() => errorResponses(401), { message: /status 401 needs a description/ });
   t.throws(() => errorResponses(409), { message: /status 409 needs a description/ });
+});
+
+test('each error response has an example of its own status and of a code it names; examples match their schemas', (t) => {
+  const contract = createContract(doc);
+  let errors = 0;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        const media = response.content?.['application/json'];
+        if (!media) continue;
+        const where = `${method} ${path} ${status}`;
+        if (/^[45]/.test(status)) t.not(media.example, undefined, `${where} has an example`);
+        if (media.example === undefined) continue;
+        if (!status.endsWith('XX')) {
+          // The example is a body the document allows for this status (ajv, as every test response).
+          const headers = new Headers({ 'content-type': 'application/json' });
+          for (const name of Object.keys(response.headers)) headers.set(name, '1');
+          const res = { status: Number(status), headers, body: media.example, text: JSON.stringify(media.example) };
+          t.deepEqual(contract.problems(method, path.replace(/\{\w+\}/g, '1'), res), [], where);
+        }
+        if (media.schema.$ref !== '#/components/schemas/Error') continue;
+        errors++;
+        const example = media.example as { status: number; code: ErrorCode; path: string };
+        const sameStatus = status.endsWith('XX') ? String(example.status)[0] === status[0] : String(example.status) === status;
+        t.true(sameStatus, `${where}: example status ${example.status}`);
+        t.is(statusOfCode(example.code), example.status, `${where}: ${example.code}`);
+        // A code the response names, or its status's only code.
+        const codesOfStatus = ERROR_CODES.filter((code) => statusOfCode(code) === example.status);
+        t.true(response.description.includes(example.code) || codesOfStatus.length === 1, `${where}: ${example.code}`);
+      }
+    }
+  }
+  t.true(errors > 100, String(errors));
+  const example = (path: string, method: string, status: string) =>
+    doc.paths[path][method].responses[status].content?.['application/json'].example;
+  t.deepEqual(example('/health/ready', 'get', '503'), { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
+  t.like(example('/api/v1/orders', 'post', '409'), { status: 409, code: 'INSUFFICIENT_STOCK', path: '/api/v1/orders' });
+  t.like(example('/api/v1/products/{productId}', 'get', '404'), { status: 404, code: 'NOT_FOUND', path: '/api/v1/products/1' });
+  t.like(example('/api/v1/products', 'get', '401'), { status: 401, code: 'INVALID_TOKEN' });
+  t.like(example('/api/v1/auth/login', 'post', '401'), { status: 401, code: 'INVALID_CREDENTIALS' });
+  // The statuses the examples give each code are the ones the service answers them with.
+  const thrown: AppError[] = [
+    new ValidationError('x'),
+    new UnauthenticatedError('TOKEN_EXPIRED', 'x'),
+    new NotFoundError(),
+    new ConflictError('INSUFFICIENT_STOCK', 'x'),
+    new IdempotencyKeyInProgressError(1),
+    new PayloadTooLargeError('FILE_TOO_LARGE', 'x'),
+    new TooManyRequestsError('x', 1),
+    new ServiceUnavailableError(),
+    new CommitOutcomeUnknownError(1),
+  ];
+  for (const error of thrown) t.is(statusOfCode(error.code), error.status, error.code);
 });
