@@ -13,6 +13,15 @@ import {
 } from '../lib/orders/order-schemas';
 import type { Services } from '../lib/services';
 
+/** The Retry-After of a 409 IDEMPOTENCY_KEY_IN_PROGRESS (lib/errors.ts); POST /orders' other 409s carry none. */
+const RETRY_AFTER_IN_PROGRESS = {
+  'Retry-After': {
+    description: 'With IDEMPOTENCY_KEY_IN_PROGRESS only: seconds to wait before retrying with the same key',
+    required: false,
+    schema: { type: 'integer', minimum: 1 },
+  },
+};
+
 export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>): RouteDef[] {
   return [
     defineRoute({
@@ -46,6 +55,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
           [
             409,
             "INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After), ORDER_LIMIT_EXCEEDED (an operator cap, off by default, naming the limit: pending orders per buyer, or units of one product in the buyer's PENDING and CONFIRMED orders)",
+            RETRY_AFTER_IN_PROGRESS,
           ],
           415,
           [

@@ -211,17 +211,25 @@ export const RETRY_AFTER = {
   },
 };
 
-/** Documented error responses, e.g. `...errorResponses(400, 401, 409)`; descriptions may be overridden. */
-export function errorResponses(...statuses: Array<number | [number, string]>): Record<number, ResponseDoc> {
+/**
+ * Documented error responses, e.g. `...errorResponses(400, 403, [409, 'DUPLICATE_CATEGORY'])`: a description
+ * may be given, and headers some of the status's answers carry (429 and 503 always carry Retry-After).
+ */
+export function errorResponses(
+  ...statuses: Array<number | [number, string] | [number, string, ResponseDoc['headers']]>
+): Record<number, ResponseDoc> {
   const out: Record<number, ResponseDoc> = {};
   for (const entry of statuses) {
-    const [status, description] = Array.isArray(entry) ? entry : [entry, ERROR_DESCRIPTIONS[entry]];
+    const [status, description, headers] = Array.isArray(entry)
+      ? entry
+      : [entry, ERROR_DESCRIPTIONS[entry], undefined];
     if (!description)
       throw new Error(`errorResponses: status ${status} needs a description naming its codes`);
     // One description per status: a second one would silently replace the first in the served document.
     if (out[status]) throw new Error(`errorResponses: status ${status} is listed twice`);
     out[status] = { description, schema: errorShape };
     if (status === 429 || status === 503) out[status].headers = RETRY_AFTER;
+    if (headers) out[status].headers = { ...out[status].headers, ...headers };
   }
   return out;
 }

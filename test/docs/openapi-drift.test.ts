@@ -325,6 +325,11 @@ test("POST /orders documents each of its 503 codes in its one 503 response; a st
   t.regex(responses['503'].description, /SERVICE_UNAVAILABLE/);
   t.regex(responses['503'].description, /COMMIT_OUTCOME_UNKNOWN/);
   t.regex(responses['409'].description, /IDEMPOTENCY_KEY_IN_PROGRESS/);
+  // Only IDEMPOTENCY_KEY_IN_PROGRESS carries Retry-After among the 409s: declared, not required.
+  const conflict = doc.paths['/api/v1/orders'].post!.responses['409'].headers as Record<string, any>;
+  t.like(conflict['Retry-After'], { required: false, schema: { type: 'integer', minimum: 1 } });
+  t.regex(conflict['Retry-After'].description, /IDEMPOTENCY_KEY_IN_PROGRESS/);
+  t.falsy((doc.paths['/api/v1/orders/{orderId}/cancel'].post!.responses['409'].headers as Record<string, any>)['Retry-After']);
   t.notRegex(responses['503'].description, /Idempotency-Key is still running/);
   // The second description of a status would silently replace the first in the served document.
   t.throws(() => errorResponses([503, 'one'], 415, [503, 'another']), {

@@ -77,6 +77,12 @@ test.serial(
     t.deepEqual(await productRow(app, p), { stock: 5, status: 'ON_SALE', salesCount: 0 });
     const row = await app.db('idempotency_keys').where('id', id).first();
     t.is(row.owner_id, 'another-instance');
+    // The document declares that Retry-After (on the 409 only sometimes: the other 409s carry none).
+    const doc = (await app.request('GET', '/api/v1/openapi.json')).body;
+    t.like(doc.paths['/api/v1/orders'].post.responses['409'].headers['Retry-After'], {
+      required: false,
+      schema: { type: 'integer', minimum: 1 },
+    });
   },
 );
 
