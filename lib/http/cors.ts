@@ -5,8 +5,16 @@ import cors from '@koa/cors';
 import type { Middleware } from 'koa';
 
 export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'];
-export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];
-export const CORS_EXPOSE_HEADERS = ['X-Request-Id', 'Retry-After', 'ETag', 'Allow'];
+// The request and response headers the OpenAPI document names (If-None-Match for the ETag'd GETs,
+// Idempotent-Replayed on a replayed POST /orders), so a browser may send and read them.
+export const CORS_ALLOW_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'X-Request-Id',
+  'If-None-Match',
+];
+export const CORS_EXPOSE_HEADERS = ['X-Request-Id', 'Retry-After', 'ETag', 'Allow', 'Idempotent-Replayed'];
 export const CORS_MAX_AGE_SECONDS = 3600;
 
 function escapeRegExp(text: string): string {

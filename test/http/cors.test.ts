@@ -2,6 +2,7 @@
 import test from 'ava';
 import { originMatcher } from '../../lib/http/cors';
 import { API_PREFIX } from '../../routes/index';
+import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
@@ -74,6 +75,51 @@ test('rule 6: wildcard subdomain patterns echo the concrete requesting origin', 
     t.is(res.status, 204, origin);
     t.deepEqual(corsHeaders(res.headers), [], origin);
   }
+});
+
+test('a preflight asking to send If-None-Match (the ETag revalidation the document offers) is allowed', async (t) => {
+  const res = await app.request('OPTIONS', `${API_PREFIX}/products`, {
+    headers: {
+      Origin: 'https://app.example.com',
+      'Access-Control-Request-Method': 'GET',
+      'Access-Control-Request-Headers': 'if-none-match',
+    },
+  });
+  t.is(res.status, 204);
+  t.is(res.headers.get('access-control-allow-origin'), 'https://app.example.com');
+  const allowHeaders = (res.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(',');
+  t.true(allowHeaders.includes('if-none-match'), allowHeaders.join(','));
+});
+
+test('a cross-origin replay of POST /orders exposes Idempotent-Replayed to the page', async (t) => {
+  const buyer = await createMember(app, 'BUYER');
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 5 });
+  const order = () =>
+    app.request('POST', `${API_PREFIX}/orders`, {
+      token: buyer.token,
+      headers: { Origin: 'https://app.example.com', 'Idempotency-Key': `cors-${productId}` },
+      body: {
+        orderItems: [{ productId, quantity: 1 }],
+        shippingAddress: {
+          zipCode: '04524',
+          address: '1 Sejong-daero',
+          addressDetail: '',
+          receiverName: 'Cors Buyer',
+          receiverPhone: '010-0000-0000',
+        },
+      },
+    });
+  const first = await order();
+  t.is(first.status, 201, first.text);
+  t.is(first.headers.get('idempotent-replayed'), null);
+  const replay = await order();
+  t.is(replay.status, 201, replay.text);
+  t.is(replay.headers.get('idempotent-replayed'), 'true');
+  t.deepEqual(replay.body, first.body);
+  t.is(replay.headers.get('access-control-allow-origin'), 'https://app.example.com');
+  const exposed = (replay.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(',');
+  t.true(exposed.includes('idempotent-replayed'), exposed.join(','));
 });
 
 test('rule 7: a preflight from a disallowed origin -> 204 with no Access-Control-Allow-* header', async (t) => {
