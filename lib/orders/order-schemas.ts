@@ -123,6 +123,8 @@ export const createOrderHeaders = strictObject({
 });
 
 const SELLER_TARGETS = Object.keys(SELLER_EVENT_FOR_TARGET);
+/** Statuses a seller can never move an order to (PENDING, CANCELLED): 409, like a target out of turn. */
+const NEVER_TARGETS = ORDER_STATUSES.filter((status) => !SELLER_TARGETS.includes(status));
 
 export const orderIdParams = strictObject({
   orderId: id().required().meta({ description: 'The order id (not its orderNumber)', example: 1 }),
@@ -136,7 +138,7 @@ export const statusUpdateBody = strictObject({
     .required('status is required')
     .oneOf([...ORDER_STATUSES], `status must be one of ${ORDER_STATUSES.join(', ')}`)
     .meta({
-      description: `The next status, one step forward: ${SELLER_TARGETS.join(', ')} (any other is 409 INVALID_STATUS_TRANSITION)`,
+      description: `The next status, exactly one step forward: ${SELLER_TARGETS.join(', ')}. One that is not the order's next status, or ${NEVER_TARGETS.join(' or ')}, is 409 INVALID_STATUS_TRANSITION; any other value (not an order status, e.g. lower-case) is 400 VALIDATION_ERROR.`,
       // Only the seller's targets can ever succeed, so only they are offered.
       jsonSchema: { enum: SELLER_TARGETS },
     }),

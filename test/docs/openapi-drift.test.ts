@@ -190,6 +190,10 @@ test('every shape is a named component, referenced by $ref; tags come in a newco
   t.falsy(doc.paths['/api/v1/auth/signup'].post.responses['401']);
   const statusBody = doc.paths['/api/v1/sellers/orders/{orderId}/status'].patch.requestBody?.content['application/json'].schema as { properties: { status: JsonSchema } };
   t.deepEqual(statusBody.properties.status.enum, ['CONFIRMED', 'SHIPPED', 'DELIVERED']);
+  // What other values answer (test/orders/order-rules.ts): PENDING or CANCELLED 409, a non-status 400.
+  const statusText = String(statusBody.properties.status.description);
+  t.regex(statusText, /PENDING or CANCELLED, is 409 INVALID_STATUS_TRANSITION/);
+  t.regex(statusText, /any other value .* is 400 VALIDATION_ERROR/);
 });
 
 test('object fields of response shapes are required (the service always sends them)', (t) => {
