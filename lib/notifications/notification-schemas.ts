@@ -44,7 +44,10 @@ export type OrderStatusChangedPayload = yup.InferType<typeof orderStatusChangedP
 const common = {
   id: idField(),
   createdAt: timeField(),
-  readAt: timeField().nullable(),
+  // Neither the spec nor API.md asks for a read state: the column exists, nothing sets it.
+  readAt: timeField()
+    .nullable()
+    .meta({ description: 'Always null: reserved (nothing marks a notification read yet)' }),
 };
 
 const orderCreatedNotification = yup

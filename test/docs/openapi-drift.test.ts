@@ -180,6 +180,12 @@ test('every shape is a named component, referenced by $ref; tags come in a newco
   t.deepEqual(doc.paths['/api/v1/products/{productId}'].get.responses['200'].content?.['application/json'].schema, { $ref: '#/components/schemas/Product' });
   t.deepEqual(doc.paths['/api/v1/products'].get.responses['200'].content?.['application/json'].schema, { $ref: '#/components/schemas/ProductPage' });
   t.like(doc.components.schemas.Notification, { discriminator: { propertyName: 'type' } });
+  // No endpoint marks a notification read: readAt says it is always null.
+  for (const name of ['OrderCreatedNotification', 'OrderStatusChangedNotification']) {
+    const readAt = (doc.components.schemas[name] as { properties: Record<string, JsonSchema> }).properties.readAt;
+    t.like(readAt, { type: ['string', 'null'], format: 'date-time' });
+    t.regex(String(readAt.description), /^Always null/, name);
+  }
   t.deepEqual(doc.tags.map((tag) => tag.name), TAGS.map((tag) => tag.name));
   t.is(doc.tags[0].name, 'Auth');
   t.true(doc.tags.every((tag) => tag.description.length > 0));
