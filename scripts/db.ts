@@ -2,6 +2,7 @@
 // does not know tsx), against the database the config points at.
 import { ConfigError, loadConfig } from '../lib/config';
 import { createDb } from '../lib/db';
+import { liveMigrator, whileMigrating } from '../lib/migration-mark';
 import { seedDemo } from '../seeds/01_demo';
 
 const command = process.argv[2];
@@ -10,20 +11,30 @@ try {
   const db = createDb(config.database);
   try {
     if (command === 'migrate') {
-      const [, applied] = await db.migrate.latest();
+      const [, applied] = await whileMigrating(db, () => db.migrate.latest());
       console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Already up to date');
     } else if (command === 'rollback') {
       const [, reverted] = await db.migrate.rollback(undefined, process.argv.includes('--all'));
       console.log(reverted.length ? `Rolled back: ${reverted.join(', ')}` : 'Nothing to roll back');
     } else if (command === 'unlock') {
-      // A migrator that stopped mid-way leaves knex's lock taken, and every start then waits and fails.
-      await db.migrate.forceFreeMigrationsLock();
-      console.log('Migration lock cleared');
+      // A migrator that stopped mid-way leaves knex's lock taken, and every start then waits and fails. A live
+      // one must keep it (MySQL/MariaDB know who runs: lib/migration-mark.ts); `--force` clears it regardless.
+      const migrator = process.argv.includes('--force') ? null : await liveMigrator(db);
+      if (migrator !== null) {
+        console.error(
+          `A migrator is running (database connection ${migrator}): its lock stays. ` +
+            'Wait for it, or clear the lock anyway with `npm run db:unlock -- --force`',
+        );
+        process.exitCode = 1;
+      } else {
+        await db.migrate.forceFreeMigrationsLock();
+        console.log('Migration lock cleared');
+      }
     } else if (command === 'seed') {
       await seedDemo(db, config);
       console.log('Seeded demo accounts, categories and products');
     } else {
-      console.error('usage: db.ts migrate | rollback [--all] | seed | unlock');
+      console.error('usage: db.ts migrate | rollback [--all] | seed | unlock [--force]');
       process.exitCode = 2;
     }
   } finally {

@@ -12,9 +12,11 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { createDb, type Db } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
+import { liveMigrator, whileMigrating } from '../../lib/migration-mark';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
 import { spawnServerProcess, startServerProcess } from '../helpers/server-process';
+import { until } from '../helpers/until';
 
 const ROOT = path.join(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -110,6 +112,107 @@ test.serial('a lock nobody releases fails the start after the wait, naming how t
   }
 });
 
+/** `npm run db:unlock` as npm runs it: its exit code and what it said. */
+async function unlock(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/db.ts', 'unlock', ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...database.env, NODE_ENV: 'test' },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+test.serial(
+  "db:unlock leaves a live migrator's lock alone (MariaDB), and clears it once that migrator is gone",
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass("SQLite has no server lock to tell a live migrator by: db:unlock is the operator's call there");
+      return;
+    }
+    const config = testConfig(database.env);
+    const db = createDb(config.database);
+    try {
+      await db.migrate.latest();
+      let finish!: () => void;
+      const migrating = new Promise<void>((resolve) => (finish = resolve));
+      // A migrator at work: it holds the mark and knex's lock.
+      const migrator = whileMigrating(db, async () => {
+        await db('knex_migrations_lock').update({ is_locked: 1 });
+        await migrating;
+      });
+      await until(
+        async () => (await liveMigrator(db)) !== null,
+        5000,
+        () => 'the mark was never taken',
+      );
+      const refused = await unlock();
+      t.is(refused.code, 1);
+      t.regex(refused.stderr, /A migrator is running \(database connection \d+\): its lock stays/);
+      t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 1, 'the lock stays');
+      const forced = await unlock('--force');
+      t.is(forced.code, 0);
+      t.regex(forced.stdout, /Migration lock cleared/);
+      t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 0);
+
+      // The migrator ends (or its connection does: the server drops the mark either way); the lock it left is
+      // then cleared without --force.
+      await db('knex_migrations_lock').update({ is_locked: 1 });
+      finish();
+      await migrator;
+      t.is(await liveMigrator(db), null);
+      const cleared = await unlock();
+      t.is(cleared.code, 0, cleared.stderr);
+      t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 0);
+    } finally {
+      await db('knex_migrations_lock').update({ is_locked: 0 });
+      await db.destroy();
+    }
+  },
+);
+
+test.serial(
+  'the mark of a migrator whose connection died is gone at once: db:unlock clears what it left',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('MariaDB only');
+      return;
+    }
+    const config = testConfig(database.env);
+    const db = createDb(config.database);
+    const crashed = createDb(config.database);
+    try {
+      await db.migrate.latest();
+      // The migrator's mark, taken the way whileMigrating takes it, on a connection that then dies mid-run.
+      const [[{ thread }]] = await crashed.raw(
+        "SELECT CONNECTION_ID() AS thread, GET_LOCK(CONCAT('marketplace.migrating.', DATABASE()), 0) AS taken",
+      );
+      await db('knex_migrations_lock').update({ is_locked: 1 });
+      t.is(await liveMigrator(db), Number(thread));
+      await db.raw(`KILL ${Number(thread)}`);
+      await until(
+        async () => (await liveMigrator(db)) === null,
+        5000,
+        () => 'the mark outlived its connection',
+      );
+      const cleared = await unlock();
+      t.is(cleared.code, 0, cleared.stderr);
+      t.is(Number((await db('knex_migrations_lock').first('is_locked')).is_locked), 0);
+    } finally {
+      await db('knex_migrations_lock').update({ is_locked: 0 });
+      await crashed.destroy();
+      await db.destroy();
+    }
+  },
+);
+
 test.serial(
   "two rows in knex's migration lock table (two instances created it at once) do not keep every start waiting",
   async (t) => {
@@ -146,8 +249,8 @@ test.serial(
       await db.migrate.latest();
       await db('knex_migrations_lock').update({ is_locked: 1 });
       const server = spawnServerProcess({ ...database.env, MIGRATE_LOCK_WAIT_MS: '60000' });
-      const until = Date.now() + 30_000;
-      while (!server.output().includes('Another instance is migrating') && Date.now() < until) {
+      const deadline = Date.now() + 30_000;
+      while (!server.output().includes('Another instance is migrating') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       t.true(server.output().includes('Another instance is migrating'), server.output());
