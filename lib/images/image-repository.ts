@@ -27,6 +27,15 @@ export function createImageRepository(db: Db) {
       return Product.query(db).findById(productId).select('seller_id', 'status');
     },
 
+    /** The status of the product a stored image file belongs to; undefined when no image row names the file. */
+    async findImageProductStatus(productId: number, fileName: string): Promise<string | undefined> {
+      const row = (await db('product_images')
+        .join('products', 'products.id', 'product_images.product_id')
+        .where({ 'product_images.product_id': productId, 'product_images.file_name': fileName })
+        .first('products.status')) as { status: string } | undefined;
+      return row?.status;
+    },
+
     /**
      * Locks a live product for this transaction: the first statement is a write on the product row, which holds
      * the row lock on MySQL until commit and takes SQLite's write lock up front, so two uploads for one product

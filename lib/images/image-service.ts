@@ -288,9 +288,10 @@ export function createImageService({ config, db, logger, events, quotas }: Image
      */
     async openFile(productId: number, fileName: string): Promise<StoredFile> {
       if (!STORED_NAME.test(fileName)) throw new NotFoundError('File not found');
-      // One primary-key lookup.
-      const product = await repository.findOwnership(productId);
-      if (!product || product.status === 'DELETED') throw new NotFoundError('File not found');
+      // Only a file an image row names: one whose row is gone (a delete whose file removal failed, an upload
+      // whose outcome was unknown and did not commit) is never served. One indexed lookup.
+      const status = await repository.findImageProductStatus(productId, fileName);
+      if (status === undefined || status === 'DELETED') throw new NotFoundError('File not found');
       const filePath = path.join(productDir(productId), fileName);
       // Belt and braces: the name pattern already rules out separators and dots-only segments.
       if (path.dirname(filePath) !== productDir(productId)) throw new NotFoundError('File not found');

@@ -115,6 +115,24 @@ test("a DRAFT product's images stay public by name; once the product is DELETED 
   }
 });
 
+test('a file on disk that no image row names (its delete could not remove it, an upload that did not commit) is 404', async (t) => {
+  const id = await createProduct(app, seller.id);
+  const up = await upload(app, id, seller.token, [{ name: 'o.png', data: imageBytes('png') }]);
+  t.is(up.status, 201);
+  const url: string = up.body.images[0].imageUrl;
+  t.is((await fetch(app.url + url)).status, 200);
+  // The row goes, the file stays: what a committed delete leaves when removing the file fails.
+  await app.db('product_images').where('product_id', id).delete();
+  t.true(fs.existsSync(path.join(productDir(app, id), path.basename(url))));
+  const res = await app.request('GET', url);
+  t.is(res.status, 404);
+  t.is(res.body.code, 'NOT_FOUND');
+  // A name of the right form in the directory of a live product, with no row at all.
+  const stray = `${crypto.randomUUID()}.png`;
+  fs.copyFileSync(path.join(productDir(app, id), path.basename(url)), path.join(productDir(app, id), stray));
+  t.is((await app.request('GET', `/uploads/products/${id}/${stray}`)).status, 404);
+});
+
 test('no directory listing', async (t) => {
   for (const p of [
     `/uploads/products/${productId}/`,
