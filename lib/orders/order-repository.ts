@@ -111,6 +111,7 @@ async function notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: 
 export interface StatusChange {
   changedBy: number | null;
   notifies: readonly Notified[];
+  /** Runs right after the compare-and-set, before the history and outbox rows (the lock order, below). */
   extra?: (trx: Trx, now: Date) => Promise<void>;
 }
 
@@ -145,6 +146,9 @@ export function createOrderRepository(db: Db, logger: Logger) {
           await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
         );
         if (updated !== 1) return null;
+        // The product rows first (restoring stock), then the rows whose foreign keys lock member rows in share
+        // mode (history, outbox): the group commit's order, product then buyer, so the two never deadlock.
+        if (extra) await extra(trx, now);
         await trx('order_status_history').insert({
           order_id: order.id,
           from_status: from,
@@ -155,7 +159,6 @@ export function createOrderRepository(db: Db, logger: Logger) {
         if (notifies.includes('BUYER'))
           await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
         if (notifies.includes('SELLERS')) await notifySellers(trx, order, from, to, now);
-        if (extra) await extra(trx, now);
         return now;
       });
       return changedAt !== null;
