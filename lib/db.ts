@@ -257,6 +257,15 @@ export function isDeadlock(err: unknown): boolean {
 const isDeadlockVictim = (err: unknown) => driverError(err)?.code === 'ER_LOCK_DEADLOCK';
 
 /**
+ * MariaDB/MySQL answered that this statement's rows were held by another transaction: a lock wait, or the
+ * statement's own time limit (which a lock wait usually meets first), that timed out, or a deadlock. The server
+ * is reachable: the trouble is these rows, not the database.
+ */
+export function isRowContention(err: unknown): boolean {
+  return isServerWaitTimeout(err) || isDeadlockVictim(err);
+}
+
+/**
  * Runs `work` (a whole transaction, or one statement) again when InnoDB picked it as a deadlock victim: the
  * server rolled it back entirely, so nothing of it was written. After `attempts` the error goes on (answered
  * 503 with Retry-After, lib/db-errors.ts). By default lock wait timeouts are not retried (they already waited

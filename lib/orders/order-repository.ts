@@ -111,7 +111,7 @@ async function notifySellers(trx: Trx, order: OrderHead, from: OrderStatus, to: 
 export interface StatusChange {
   changedBy: number | null;
   notifies: readonly Notified[];
-  /** Runs right after the compare-and-set, before the history and outbox rows (the lock order, below). */
+  /** Work in the same transaction (restoring stock): after the sellers' rows, before the buyer's (see below). */
   extra?: (trx: Trx, now: Date) => Promise<void>;
 }
 
@@ -146,19 +146,25 @@ export function createOrderRepository(db: Db, logger: Logger) {
           await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
         );
         if (updated !== 1) return null;
-        // The product rows first (restoring stock), then the rows whose foreign keys lock member rows in share
-        // mode (history, outbox): the group commit's order, product then buyer, so the two never deadlock.
+        // The history and outbox rows' foreign keys lock member rows in share mode. Every writer locks sellers'
+        // member rows, then product rows, then buyers' (an image upload: its seller, then the product; the
+        // group commit with buyer caps: the product, then the buyer), so none of them waits on another in a
+        // cycle (InnoDB deadlock).
+        const byBuyer = changedBy !== null && changedBy === order.buyer_id;
+        const history = () =>
+          trx('order_status_history').insert({
+            order_id: order.id,
+            from_status: from,
+            to_status: to,
+            changed_by: changedBy,
+            changed_at: now,
+          });
+        if (!byBuyer) await history();
+        if (notifies.includes('SELLERS')) await notifySellers(trx, order, from, to, now);
         if (extra) await extra(trx, now);
-        await trx('order_status_history').insert({
-          order_id: order.id,
-          from_status: from,
-          to_status: to,
-          changed_by: changedBy,
-          changed_at: now,
-        });
+        if (byBuyer) await history();
         if (notifies.includes('BUYER'))
           await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
-        if (notifies.includes('SELLERS')) await notifySellers(trx, order, from, to, now);
         return now;
       });
       return changedAt !== null;

@@ -2,7 +2,7 @@
 // one-step-forward status update and the buyer's cancellation (decided by the lifecycle machine,
 // persisted with compare-and-set), and the order reads with their authorization. The SQL is in
 // order-repository.ts; stock is taken and given back only through the inventory.
-import type { Db } from '../db';
+import { isRowContention, type Db } from '../db';
 import type { Logger } from '../logger';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import type { Role } from '../config';
@@ -211,7 +211,8 @@ export function createOrderService(deps: OrderServiceDeps) {
      * Only the winner of that compare-and-set restores, so a buyer's cancel or a seller's confirm racing the
      * sweep, or another instance sweeping the same database, leaves exactly one outcome.
      * Each order on its own: one that fails is reported and the others still expire (and are announced). An
-     * unavailable database ends the sweep at that order: every order after it would wait out the same timeouts.
+     * unavailable database ends the sweep at that order: every order after it would wait out the same timeouts
+     * (one order's rows held by another transaction do not).
      * Once `signal` is aborted (the service stops) no further order is started. The next sweep takes the rest.
      */
     async expirePending(
@@ -237,7 +238,10 @@ export function createOrderService(deps: OrderServiceDeps) {
           await inventory.restored(changes);
         } catch (err) {
           outcome.failed.push({ orderId: order.id, err });
-          if (isDatabaseUnavailable(err) || err instanceof ServiceUnavailableError) break;
+          // The database away: every later order would wait out the same timeouts. An order's rows held by
+          // another transaction are that order's trouble: the others go on.
+          if ((isDatabaseUnavailable(err) || err instanceof ServiceUnavailableError) && !isRowContention(err))
+            break;
         }
       }
       if (outcome.expired.length > 0) notifications.wake();
