@@ -9,9 +9,17 @@ import { dialect, type Db } from './db';
 /** One name per database on the server: `marketplace.migrating.<database>`. */
 const MARK = "CONCAT('marketplace.migrating.', DATABASE())";
 
+/** Another migrator holds the mark: named as knex names its own refusal, so the start's wait loop waits for it. */
+export class MigratorRunning extends Error {
+  constructor() {
+    super('Another migrator is running (it holds the migration mark)');
+    this.name = 'MigrationLocked';
+  }
+}
+
 /**
- * Runs `work` (the migrator) holding the mark when it is free. Taken without waiting: when another migrator
- * holds it, that one also holds knex's lock, and `work` is refused by knex as it would be anyway.
+ * Runs `work` (the migrator) holding the mark, taken without waiting. Held by another: MigratorRunning, and
+ * `work` does not run, so no migrator ever runs without it (db:unlock relies on that).
  */
 export async function whileMigrating<T>(db: Db, work: () => Promise<T>): Promise<T> {
   if (!dialect.isMysql(db)) return work();
@@ -22,13 +30,12 @@ export async function whileMigrating<T>(db: Db, work: () => Promise<T>): Promise
     const [row] = (await holder.select(holder.raw(`GET_LOCK(${MARK}, 0) AS taken`))) as Array<{
       taken: number | null;
     }>;
+    if (Number(row?.taken) !== 1) throw new MigratorRunning();
     try {
       return await work();
     } finally {
-      if (Number(row?.taken) === 1) {
-        // A connection already gone has released it.
-        await holder.select(holder.raw(`RELEASE_LOCK(${MARK}) AS released`)).catch(() => undefined);
-      }
+      // A connection already gone has released it.
+      await holder.select(holder.raw(`RELEASE_LOCK(${MARK}) AS released`)).catch(() => undefined);
     }
   } finally {
     await holder.destroy();

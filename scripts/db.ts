@@ -14,7 +14,9 @@ try {
       const [, applied] = await whileMigrating(db, () => db.migrate.latest());
       console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Already up to date');
     } else if (command === 'rollback') {
-      const [, reverted] = await db.migrate.rollback(undefined, process.argv.includes('--all'));
+      const [, reverted] = await whileMigrating(db, () =>
+        db.migrate.rollback(undefined, process.argv.includes('--all')),
+      );
       console.log(reverted.length ? `Rolled back: ${reverted.join(', ')}` : 'Nothing to roll back');
     } else if (command === 'unlock') {
       // A migrator that stopped mid-way leaves knex's lock taken, and every start then waits and fails. A live

@@ -214,6 +214,50 @@ test.serial(
 );
 
 test.serial(
+  'a migrator that cannot take the mark does not run: it waits for the one that holds it (MariaDB)',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('MariaDB only');
+      return;
+    }
+    const config = testConfig(database.env);
+    const db = createDb(config.database);
+    const other = createDb(config.database);
+    try {
+      await db.migrate.latest();
+      // Another migrator's mark, on its own connection; knex's lock itself is free.
+      await other.raw("SELECT GET_LOCK(CONCAT('marketplace.migrating.', DATABASE()), 0) AS taken");
+      let ran = false;
+      const refused = await t.throwsAsync(
+        whileMigrating(db, async () => {
+          ran = true;
+        }),
+      );
+      t.is(refused!.name, 'MigrationLocked');
+      t.false(ran, 'no migrator runs without the mark, so db:unlock can trust it');
+      const waited = await t.throwsAsync(
+        prepareDatabase(
+          db,
+          { ...config, migrateOnStart: true, seedOnStart: false, migrateLockWaitMs: 600 },
+          loggerInto(new LogCollector()),
+        ),
+      );
+      t.regex(waited!.message, /migration lock is still taken after 600 ms/);
+      await other.raw("SELECT RELEASE_LOCK(CONCAT('marketplace.migrating.', DATABASE()))");
+      await prepareDatabase(
+        db,
+        { ...config, migrateOnStart: true, seedOnStart: false, migrateLockWaitMs: 600 },
+        loggerInto(new LogCollector()),
+      );
+      t.is(await liveMigrator(db), null);
+    } finally {
+      await other.destroy();
+      await db.destroy();
+    }
+  },
+);
+
+test.serial(
   "two rows in knex's migration lock table (two instances created it at once) do not keep every start waiting",
   async (t) => {
     const fresh = await createTestDatabase();
