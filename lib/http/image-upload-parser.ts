@@ -73,9 +73,11 @@ function toAppError(err: unknown): unknown {
 export const MAX_UPLOAD_BODY_BYTES = MAX_IMAGES_PER_PRODUCT * MAX_FILE_BYTES + 1024 * 1024;
 
 /**
- * A declared Content-Length beyond any acceptable form is 413 before a byte of it is read, and the connection
- * closes after the answer: parsing it would read (and throw away) all of it first, so a large upload over a
- * slow link would only ever see the request timeout's 408.
+ * A declared Content-Length beyond any acceptable form is 413 at once, before the body is parsed: parsing it
+ * would read (and throw away) all of it before answering, so a large upload over a slow link would only ever
+ * see the request timeout's 408. The connection stays open (Node reads and drops the rest of the body, within
+ * the request timeout): closing it under a client still sending would reset it, and the client would lose the
+ * 413 it was sent.
  */
 function refuseOversizedBody(ctx: Context): void {
   const declared = Number(ctx.get('Content-Length') || 0);
@@ -84,7 +86,6 @@ function refuseOversizedBody(ctx: Context): void {
     413,
     'PAYLOAD_TOO_LARGE',
     `An upload is at most ${MAX_IMAGES_PER_PRODUCT} files of ${MAX_FILE_BYTES / 1024 / 1024} MB (${declared} bytes declared)`,
-    { headers: { Connection: 'close' } },
   );
 }
 
@@ -112,7 +113,7 @@ export function createImageUploadParser(uploadDir: string): Middleware {
 
   return async function parseImageUpload(ctx, next) {
     // The declared type, not `ctx.is()`: that answers null for an empty body, which is a malformed form (400).
-    if (ctx.request.type !== 'multipart/form-data') {
+    if (ctx.request.type.trim().toLowerCase() !== 'multipart/form-data') {
       throw new UnsupportedMediaTypeError('Content-Type must be multipart/form-data');
     }
     refuseOversizedBody(ctx);

@@ -282,8 +282,8 @@ export function createImageService({ config, db, logger, events, quotas }: Image
     },
 
     /**
-     * Opens a stored image for the static route; 404 for any name that is not `<uuid>.<ext>` or not on disk,
-     * and for every file of an unknown or DELETED product (its files stay on disk). A DRAFT's images are
+     * Opens a stored image for the static route; 404 for any name that is not `<uuid>.<ext>`, not named by an
+     * image row or not on disk, and for every file of an unknown or DELETED product. A DRAFT's images are
      * served: their names are unguessable UUIDs, known only to whoever was shown them.
      */
     async openFile(productId: number, fileName: string): Promise<StoredFile> {
