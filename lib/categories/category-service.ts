@@ -59,8 +59,9 @@ export function createCategoryService(deps: { db: Db; events: EventBus; cacheObs
           );
         }
         if (isForeignKeyViolation(err)) throw unknownParent(); // parent deleted between the check and the insert
-        // Any other failure (a lost answer, a timeout) may have committed: the lists are dropped all the same.
-        await deps.events.emit('categoriesChanged', {});
+        // Any other failure (a lost answer, a timeout) may have committed: the lists are dropped all the same,
+        // and the insert's own error is what the caller gets.
+        await deps.events.emit('categoriesChanged', {}).catch(() => undefined);
         throw err;
       }
       await deps.events.emit('categoriesChanged', {});
