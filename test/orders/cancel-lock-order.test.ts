@@ -3,7 +3,7 @@
 // those members in share mode). The group commit with buyer caps locks the product, then the buyer; an image
 // upload locks its seller, then the product. Out of that order two of them wait on each other and InnoDB rolls
 // one back (a whole batch of orders, an upload answered 503, or the cancel). MariaDB only: SQLite has one writer.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { openRival } from '../helpers/deadlocks';
 import { createMember, createProduct } from '../helpers/factories';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
@@ -24,18 +24,23 @@ test.after.always(async () => {
   await app?.close();
 });
 
+/** A seller's product (stock 5) and a buyer's PENDING order of 1 unit of it. */
+async function pendingOrder(t: ExecutionContext, target: TestApp) {
+  const seller = await createMember(target, 'SELLER');
+  const buyer = await createMember(target, 'BUYER');
+  const productId = await createProduct(target, seller.id, { stockQuantity: 5 });
+  const placed = await target.request('POST', '/api/v1/orders', {
+    token: buyer.token,
+    body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
+  });
+  t.is(placed.status, 201, placed.text);
+  return { seller, buyer, productId, orderId: placed.body.orders[0].id as number };
+}
+
 mysqlOnly(
   "a cancel waiting for the product row holds no lock on the buyer: the group commit's order (product, then buyer) cannot deadlock with it",
   async (t) => {
-    const seller = await createMember(app, 'SELLER');
-    const buyer = await createMember(app, 'BUYER');
-    const productId = await createProduct(app, seller.id, { stockQuantity: 5 });
-    const placed = await app.request('POST', '/api/v1/orders', {
-      token: buyer.token,
-      body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
-    });
-    t.is(placed.status, 201, placed.text);
-    const orderId = placed.body.orders[0].id;
+    const { buyer, productId, orderId } = await pendingOrder(t, app);
     const transitions = watchQueries(app.db, (q) => /^update `orders` set `status`/i.test(q.sql));
     const rival = await openRival(app.config.database);
     try {
@@ -63,15 +68,7 @@ mysqlOnly(
 mysqlOnly(
   "an expiry waiting for the seller's member row holds no product lock: an upload's order (seller, then product) cannot deadlock with it",
   async (t) => {
-    const seller = await createMember(app, 'SELLER');
-    const buyer = await createMember(app, 'BUYER');
-    const productId = await createProduct(app, seller.id, { stockQuantity: 5 });
-    const placed = await app.request('POST', '/api/v1/orders', {
-      token: buyer.token,
-      body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
-    });
-    t.is(placed.status, 201, placed.text);
-    const orderId = placed.body.orders[0].id;
+    const { seller, productId, orderId } = await pendingOrder(t, app);
     const transitions = watchQueries(app.db, (q) => /^update `orders` set `status`/i.test(q.sql));
     const rival = await openRival(app.config.database);
     try {
@@ -105,19 +102,8 @@ mysqlOnly(
       },
     });
     t.teardown(() => quick.close());
-    const seller = await createMember(quick, 'SELLER');
-    const buyer = await createMember(quick, 'BUYER');
-    const place = async () => {
-      const productId = await createProduct(quick, seller.id, { stockQuantity: 5 });
-      const res = await quick.request('POST', '/api/v1/orders', {
-        token: buyer.token,
-        body: { orderItems: [{ productId, quantity: 1 }], shippingAddress: address },
-      });
-      t.is(res.status, 201, res.text);
-      return res.body.orders[0].id as number;
-    };
-    const held = await place();
-    const next = await place();
+    const { orderId: held } = await pendingOrder(t, quick);
+    const { orderId: next } = await pendingOrder(t, quick);
     const rival = await openRival(quick.config.database);
     try {
       await rival.trx.raw('SELECT id FROM orders WHERE id = ? FOR UPDATE', [held]);
