@@ -6,8 +6,11 @@
 import knex, { type Knex } from 'knex';
 import { dialect, type Db } from './db';
 
-/** One name per database on the server: `marketplace.migrating.<database>`. */
-const MARK = "CONCAT('marketplace.migrating.', DATABASE())";
+/**
+ * One name per database on the server. The database's name is hashed: a lock name has at most 64 characters,
+ * and a database name alone may have 64.
+ */
+export const MARK = "CONCAT('marketplace.migrating.', SHA1(DATABASE()))";
 
 /** Another migrator holds the mark: named as knex names its own refusal, so the start's wait loop waits for it. */
 export class MigratorRunning extends Error {

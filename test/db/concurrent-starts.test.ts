@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { createDb, type Db } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
-import { liveMigrator, whileMigrating } from '../../lib/migration-mark';
+import { liveMigrator, MARK, whileMigrating } from '../../lib/migration-mark';
 import { prepareDatabase } from '../../lib/server';
 import { createTestDatabase, DB_KIND, LogCollector, testConfig, type TestDatabase } from '../helpers/harness';
 import { spawnServerProcess, startServerProcess } from '../helpers/server-process';
@@ -192,7 +192,7 @@ test.serial(
       await db.migrate.latest();
       // The migrator's mark, taken the way whileMigrating takes it, on a connection that then dies mid-run.
       const [[{ thread }]] = await crashed.raw(
-        "SELECT CONNECTION_ID() AS thread, GET_LOCK(CONCAT('marketplace.migrating.', DATABASE()), 0) AS taken",
+        `SELECT CONNECTION_ID() AS thread, GET_LOCK(${MARK}, 0) AS taken`,
       );
       await db('knex_migrations_lock').update({ is_locked: 1 });
       t.is(await liveMigrator(db), Number(thread));
@@ -226,7 +226,7 @@ test.serial(
     try {
       await db.migrate.latest();
       // Another migrator's mark, on its own connection; knex's lock itself is free.
-      await other.raw("SELECT GET_LOCK(CONCAT('marketplace.migrating.', DATABASE()), 0) AS taken");
+      await other.raw(`SELECT GET_LOCK(${MARK}, 0) AS taken`);
       let ran = false;
       const refused = await t.throwsAsync(
         whileMigrating(db, async () => {
@@ -243,7 +243,7 @@ test.serial(
         ),
       );
       t.regex(waited!.message, /migration lock is still taken after 600 ms/);
-      await other.raw("SELECT RELEASE_LOCK(CONCAT('marketplace.migrating.', DATABASE()))");
+      await other.raw(`SELECT RELEASE_LOCK(${MARK})`);
       await prepareDatabase(
         db,
         { ...config, migrateOnStart: true, seedOnStart: false, migrateLockWaitMs: 600 },
