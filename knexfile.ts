@@ -1,6 +1,7 @@
-// Knex CLI configuration, derived from the one config module:
-//   node --import tsx node_modules/knex/bin/cli.js migrate:latest --knexfile knexfile.ts
-// (`npm run db:migrate` does the same from code.)
+// Knex CLI configuration, derived from the one config module, for reading the migration state:
+//   node --import tsx node_modules/knex/bin/cli.js migrate:status --knexfile knexfile.ts
+// Migrate with `npm run db:migrate` / `db:rollback`, not the CLI: only they hold the migration mark that
+// `npm run db:unlock` checks (lib/migration-mark.ts).
 import { loadConfig } from './lib/config';
 import { knexConfig } from './lib/db';
 

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../lib/db';
+import { migrateLatest } from '../lib/migration-mark';
 import { deductStockBatch } from '../lib/inventory/stock-repository';
 import { insertPlacements, type Placement } from '../lib/orders/order-repository';
 import { median } from './lib/books';
@@ -33,7 +34,7 @@ const url = `${MYSQL}/bench_order_writes`;
 await ensureMysqlDatabase(url, true);
 const db = createDb({ client: 'mysql', url, poolMax: 2 });
 try {
-  await db.migrate.latest();
+  await migrateLatest(db);
   const world = await seedOrderWorld(db, {
     buyers: 1,
     spreadProducts: 0,

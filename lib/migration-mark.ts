@@ -45,6 +45,16 @@ export async function whileMigrating<T>(db: Db, work: () => Promise<T>): Promise
   }
 }
 
+/** Applies the pending migrations holding the mark: [batch, names applied]. The only way this project migrates. */
+export function migrateLatest(db: Db): Promise<[number, string[]]> {
+  return whileMigrating(db, () => db.migrate.latest());
+}
+
+/** Undoes the last batch (or every batch) holding the mark: [batch, names reverted]. */
+export function rollback(db: Db, all = false): Promise<[number, string[]]> {
+  return whileMigrating(db, () => db.migrate.rollback(undefined, all));
+}
+
 /** MySQL/MariaDB: the server's connection id of a live migrator, or null when none runs. Null on SQLite. */
 export async function liveMigrator(db: Db): Promise<number | null> {
   if (!dialect.isMysql(db)) return null;

@@ -8,7 +8,7 @@ import { createCluster, type Cluster } from './cluster/cluster';
 import { ConfigError, loadConfig, type Config } from './config';
 import { createDb, type Db } from './db';
 import { endWaitingLost } from './lost-connections';
-import { whileMigrating } from './migration-mark';
+import { migrateLatest } from './migration-mark';
 import { createGracefulServer } from './graceful-server';
 import { answerClientErrors } from './http/client-error';
 import { startWalCheckpoints } from './wal-checkpoints';
@@ -62,7 +62,7 @@ async function migrate(db: Db, config: Config, logger: Logger, stopWaiting?: Abo
   const deadline = Date.now() + config.migrateLockWaitMs;
   for (let told = false; ;) {
     try {
-      const [, applied] = await whileMigrating(db, () => db.migrate.latest());
+      const [, applied] = await migrateLatest(db);
       if (applied.length > 0) log.info(`Applied ${applied.length} migration(s)`);
       return;
     } catch (err) {

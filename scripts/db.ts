@@ -2,7 +2,7 @@
 // does not know tsx), against the database the config points at.
 import { ConfigError, loadConfig } from '../lib/config';
 import { createDb } from '../lib/db';
-import { liveMigrator, whileMigrating } from '../lib/migration-mark';
+import { liveMigrator, migrateLatest, rollback } from '../lib/migration-mark';
 import { seedDemo } from '../seeds/01_demo';
 
 const command = process.argv[2];
@@ -11,12 +11,10 @@ try {
   const db = createDb(config.database);
   try {
     if (command === 'migrate') {
-      const [, applied] = await whileMigrating(db, () => db.migrate.latest());
+      const [, applied] = await migrateLatest(db);
       console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Already up to date');
     } else if (command === 'rollback') {
-      const [, reverted] = await whileMigrating(db, () =>
-        db.migrate.rollback(undefined, process.argv.includes('--all')),
-      );
+      const [, reverted] = await rollback(db, process.argv.includes('--all'));
       console.log(reverted.length ? `Rolled back: ${reverted.join(', ')}` : 'Nothing to roll back');
     } else if (command === 'unlock') {
       // A migrator that stopped mid-way leaves knex's lock taken, and every start then waits and fails. A live

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../lib/config';
 import { createDb, dialect, type Db } from '../lib/db';
 import { hashPassword } from '../lib/auth/passwords';
 import { seedDemo } from '../seeds/01_demo';
+import { migrateLatest } from '../lib/migration-mark';
 
 export interface SeedCatalogOptions {
   products: number;
@@ -199,7 +200,7 @@ async function main(): Promise<void> {
   }
   const db = createDb(config.database);
   try {
-    await db.migrate.latest();
+    await migrateLatest(db);
     await seedDemo(db, config);
     const started = Date.now();
     const inserted = await seedCatalog(db, {

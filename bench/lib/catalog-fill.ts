@@ -3,11 +3,12 @@
 import knexFactory from 'knex';
 import type { Config } from '../../lib/config';
 import type { Db } from '../../lib/db';
+import { migrateLatest } from '../../lib/migration-mark';
 import { progressBar, seedCatalog } from '../../scripts/seed-demo';
 import { seedDemo } from '../../seeds/01_demo';
 
 export async function fillCatalog(db: Db, config: Config, products: number, name: string): Promise<void> {
-  await db.migrate.latest();
+  await migrateLatest(db);
   await seedDemo(db, config);
   const count = Number((await db('products').count({ n: '*' }).first())?.n ?? 0);
   if (count < products) {

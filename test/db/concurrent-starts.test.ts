@@ -179,6 +179,69 @@ test.serial(
 );
 
 test.serial(
+  'seed:demo migrates only holding the mark: it does not run beside a live migrator (MariaDB)',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('SQLite has no server lock: its migrators take turns on knex’s lock alone');
+      return;
+    }
+    const db = createDb(testConfig(database.env).database);
+    try {
+      await db.migrate.latest();
+      let finish!: () => void;
+      const migrating = new Promise<void>((resolve) => (finish = resolve));
+      const migrator = whileMigrating(db, () => migrating);
+      await until(
+        async () => (await liveMigrator(db)) !== null,
+        5000,
+        () => 'the mark was never taken',
+      );
+      const members = Number((await db('members').count({ n: '*' }).first())?.n);
+      const seeded = await run(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/seed-demo.ts', '--products', '0'],
+        {
+          cwd: ROOT,
+          env: { ...process.env, ...database.env, NODE_ENV: 'test' },
+        },
+      ).then(
+        () => ({ code: 0, stderr: '' }),
+        (err: { code: number; stderr: string }) => err,
+      );
+      t.is(seeded.code, 1);
+      t.regex(seeded.stderr, /Another migrator is running/);
+      t.is(Number((await db('members').count({ n: '*' }).first())?.n), members, 'nothing was seeded');
+      finish();
+      await migrator;
+    } finally {
+      await db.destroy();
+    }
+  },
+);
+
+test('every migrator run of the shipped code holds the mark: no migrate call outside lib/migration-mark.ts', (t) => {
+  const sources = (dir: string): string[] =>
+    fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+      const relative = path.join(dir, entry.name);
+      if (entry.isDirectory()) return sources(relative);
+      return entry.name.endsWith('.ts') ? [relative] : [];
+    });
+  const files = ['actors', 'bench', 'lib', 'routes', 'scripts', 'seeds']
+    .flatMap(sources)
+    .concat('knexfile.ts');
+  const calls = files.flatMap((file) =>
+    [
+      ...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(/\.migrate\.(latest|rollback|up|down)\(/g),
+    ].map((match) => `${file}: migrate.${match[1]}`),
+  );
+  t.deepEqual(
+    calls.filter((call) => !call.startsWith('lib/migration-mark.ts')),
+    [],
+  );
+  t.true(calls.length >= 2, 'the rule looks at the files that migrate');
+});
+
+test.serial(
   'the mark of a migrator whose connection died is gone at once: db:unlock clears what it left',
   async (t) => {
     if (DB_KIND !== 'mysql') {
