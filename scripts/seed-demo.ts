@@ -76,16 +76,27 @@ function prng(seed: number): () => number {
 }
 
 async function ensureSellers(db: Db, count: number, password: string, cost: number): Promise<number[]> {
+  const emails = Array.from({ length: count }, (_, i) => `demo-seller-${i + 1}@marketplace.test`);
+  // An address taken by someone else's account (a buyer who signed up with it) is never handed products: the
+  // whole run is refused before anything is written, as the base seed refuses its own addresses.
+  const taken = await db('members')
+    .whereIn('email', emails)
+    .whereNot('role', 'SELLER')
+    .select('email', 'role');
+  if (taken.length > 0) {
+    const { email, role } = taken[0];
+    throw new Error(`The demo seller address ${email} belongs to a ${role} account: no products were added`);
+  }
   const passwordHash = await hashPassword(password, cost);
   const ids: number[] = [];
   const now = new Date();
-  for (let i = 1; i <= count; i++) {
-    const email = `demo-seller-${i}@marketplace.test`;
+  for (const email of emails) {
     const existing = await db('members').where({ email }).first('id');
     if (existing) {
       ids.push(Number(existing.id));
       continue;
     }
+    const i = ids.length + 1;
     const [id] = await db('members').insert({
       email,
       password_hash: passwordHash,

@@ -36,7 +36,16 @@ test('inserts exactly the asked number in batches, reporting progress up to the 
   t.true(progress.length >= 2, 'more than one INSERT');
   t.true(progress.every(([done], i) => i === 0 || done > progress[i - 1][0]));
   t.is(
-    Number((await app.db('members').where('email', 'like', 'demo-seller-%').count({ n: '*' }).first())?.n),
+    Number(
+      (
+        await app
+          .db('members')
+          .where('email', 'like', 'demo-seller-%')
+          .where('role', 'SELLER')
+          .count({ n: '*' })
+          .first()
+      )?.n,
+    ),
     3,
   );
 });
@@ -79,6 +88,39 @@ test('the API serves the demo catalogue: cursor walk equals the offset list, no 
     .count({ n: '*' })
     .first();
   t.is(viaCursor.length, Number(visible?.n));
+});
+
+test('a demo seller address held by a buyer is refused before anything is written', async (t) => {
+  const signup = await app.request('POST', '/api/v1/auth/signup', {
+    body: {
+      email: 'demo-seller-9@marketplace.test',
+      password: 'Buyer-pass-1',
+      name: 'Not a seller',
+      phone: '010-1234-5678',
+      role: 'BUYER',
+    },
+  });
+  t.is(signup.status, 201, signup.text);
+  const count = async () => Number((await app.db('products').count({ n: '*' }).first())?.n);
+  const before = await count();
+  const sellers = () => app.db('members').where('email', 'like', 'demo-seller-%').count({ n: '*' }).first();
+  const sellersBefore = Number((await sellers())?.n);
+  const err = await t.throwsAsync(
+    seedCatalog(app.db, {
+      products: 50,
+      sellers: 10,
+      batch: 10,
+      seed: 3,
+      sellerPassword: 'Seller-pass-1',
+      bcryptCost: 4,
+    }),
+  );
+  t.is(
+    err?.message,
+    'The demo seller address demo-seller-9@marketplace.test belongs to a BUYER account: no products were added',
+  );
+  t.is(await count(), before);
+  t.is(Number((await sellers())?.n), sellersBefore, 'no demo seller was created either');
 });
 
 test('the progress bar prints one line per 10% when stderr is not a terminal', (t) => {
