@@ -47,6 +47,8 @@ const REFUSED_BY_TYPE: Record<string, () => unknown> = {
 
 // With the u flag a surrogate matches only when it is not half of a pair.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+// SQLite's LIKE and FTS5 and bcrypt read a string only up to its first NUL; MySQL reads all of it.
+const NUL = '\u0000';
 
 /**
  * The kind of value a scalar field accepts: in a JSON body exactly the schema's JSON type (`"1"` is no
@@ -64,6 +66,8 @@ function rightKind(type: string, value: unknown, where: Where): boolean {
  *   fields (yup looks fields up with `fields[key]` and would find the inherited member);
  * - strings holding a lone UTF-16 surrogate are refused (they cannot be stored as UTF-8; MySQL and SQLite would
  *   turn them into U+FFFD while the answer echoed them);
+ * - strings holding a NUL character are refused: SQLite's LIKE and full-text search and bcrypt stop at it (a
+ *   search would match on what comes before it, or fail; a password would be checked only up to it), MySQL not;
  * - a value of the wrong kind in a scalar field is swapped for one yup's type check refuses (see REFUSED_BY_TYPE).
  * Returns the value to hand to yup (a copy where something was swapped).
  */
@@ -74,9 +78,18 @@ function prepare(
   path: string,
   out: FieldError[],
 ): unknown {
-  if (typeof value === 'string' && LONE_SURROGATE.test(value)) {
-    out.push({ field: path || where, message: `${path || where} must not contain lone UTF-16 surrogates` });
-    return value;
+  if (typeof value === 'string') {
+    // Named as yup names a field: `query.keyword` in `field`, `keyword` in the message.
+    const field = path || where;
+    const name = where !== 'body' && field.startsWith(`${where}.`) ? field.slice(where.length + 1) : field;
+    if (LONE_SURROGATE.test(value)) {
+      out.push({ field, message: `${name} must not contain lone UTF-16 surrogates` });
+      return value;
+    }
+    if (value.includes(NUL)) {
+      out.push({ field, message: `${name} must not contain the NUL character (U+0000)` });
+      return value;
+    }
   }
   const refused = schema.type ? REFUSED_BY_TYPE[schema.type] : undefined;
   if (refused) return rightKind(schema.type!, value, where) ? value : refused();

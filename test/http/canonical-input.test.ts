@@ -1,5 +1,6 @@
 // Canonical input (issue 15): integers in paths and queries are plain digits, body integers are JSON numbers,
-// nullable fields take the null the service itself shows, and strings with lone UTF-16 surrogates are refused.
+// nullable fields take the null the service itself shows, and strings with lone UTF-16 surrogates or a NUL
+// character are refused.
 import test from 'ava';
 import { assertError } from '../helpers/assertions';
 import { createCategory, createMember, createProduct, type TestMember } from '../helpers/factories';
@@ -169,4 +170,39 @@ test('lone UTF-16 surrogates are refused in any string field; a real pair is kep
   t.is(ok.body.name, 'Smile 😀');
   const stored = await app.request('GET', `/api/v1/products/${ok.body.id}`);
   t.is(stored.body.name, 'Smile 😀');
+});
+
+test('a NUL character is refused in any string: body, query and password alike, nothing written', async (t) => {
+  const product = await app.request('POST', '/api/v1/products', {
+    token: seller.token,
+    body: { categoryId, name: 'Lamp\u0000 shade', price: 1, stockQuantity: 1 },
+  });
+  assertError(t, product, 400, 'VALIDATION_ERROR', '/api/v1/products');
+  t.deepEqual(product.body.errors, [
+    { field: 'name', message: 'name must not contain the NUL character (U+0000)' },
+  ]);
+  t.is(await app.db('products').where('name', 'like', 'Lamp%').first(), undefined);
+  // SQLite's full-text search failed on it (a 500) and its LIKE matched on the part before it.
+  for (const list of ['/api/v1/products', '/api/v1/products/cursor']) {
+    const res = await app.request('GET', `${list}?keyword=ab%00cd`);
+    assertError(t, res, 400, 'VALIDATION_ERROR', list);
+    t.deepEqual(res.body.errors, [
+      { field: 'query.keyword', message: 'keyword must not contain the NUL character (U+0000)' },
+    ]);
+  }
+  // bcrypt would check the password only up to the NUL.
+  const signup = await app.request('POST', '/api/v1/auth/signup', {
+    body: {
+      email: 'nul@example.test',
+      password: 'Password-1\u0000x',
+      name: 'N',
+      phone: '010-1234-5678',
+      role: 'BUYER',
+    },
+  });
+  assertError(t, signup, 400, 'VALIDATION_ERROR', '/api/v1/auth/signup');
+  t.deepEqual(signup.body.errors, [
+    { field: 'password', message: 'password must not contain the NUL character (U+0000)' },
+  ]);
+  t.is(await app.db('members').where('email', 'nul@example.test').first(), undefined);
 });
