@@ -47,8 +47,12 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
   const lowered = keyword.toLowerCase();
   // The candidates are a superset of the exact matches: the FTS5 trigram tokenizer folds case (a coarser
   // equality than the exact check's), and the MySQL table holds the very substrings of LOWER(name) that the
-  // exact check compares, byte for byte.
-  if (Array.from(lowered).length >= MIN_INDEXED_KEYWORD_LENGTH) {
+  // exact check compares, byte for byte. On SQLite the exact check tries two spellings of the keyword, so the
+  // index is asked for both: JavaScript's lowering is not the tokenizer's folding ("İ" lowers to "i" and a
+  // combining dot, which the tokenizer never sees in an indexed "İstanbul"). A spelling shorter than a trigram
+  // matches nothing in FTS5, so then the index is not used at all.
+  const spellings = [...new Set([keyword, lowered])];
+  if (spellings.every((s) => Array.from(s).length >= MIN_INDEXED_KEYWORD_LENGTH)) {
     if (mysql) {
       for (const trigram of keywordTrigrams(keyword))
         // LOWER(?) as the exact check and the table's triggers lower, so all compare the same characters.
@@ -61,7 +65,7 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
       // so the cost follows the number of names holding the keyword's trigrams, not the catalogue's size.
       q.from(q.client.raw('?? NOT INDEXED', ['products']));
       q.whereRaw('id IN (SELECT rowid FROM products_name_fts WHERE products_name_fts MATCH ?)', [
-        ftsPhrase(lowered),
+        spellings.map(ftsPhrase).join(' OR '),
       ]);
     }
   }

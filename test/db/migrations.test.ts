@@ -2,7 +2,7 @@
 // other areas rely on.
 import test from 'ava';
 import { createDb, isUniqueViolation } from '../../lib/db';
-import { createTestDatabase, testConfig, type TestDatabase } from '../helpers/harness';
+import { createTestDatabase, DB_KIND, testConfig, type TestDatabase } from '../helpers/harness';
 
 const TABLES = [
   'members',
@@ -87,3 +87,63 @@ test.serial('unique constraints: member email, order number; times keep millisec
     await db.destroy();
   }
 });
+
+test.serial(
+  'MariaDB: the name index rebuilt by 20261128000002 holds the trigrams the old triggers merged',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('SQLite: FTS5 never merged trigrams; the migration does nothing there');
+      return;
+    }
+    const db = createDb(testConfig(database.env).database);
+    try {
+      await db.migrate.latest();
+      await db.migrate.down({ name: '20261128000002_product_name_trigrams_binary_distinct.ts' });
+      const at = new Date();
+      const [sellerId] = await db('members').insert({
+        email: 'trigram-seller@example.test',
+        password_hash: 'x',
+        name: 's',
+        phone: 'p',
+        role: 'SELLER',
+        created_at: at,
+        updated_at: at,
+      });
+      const [categoryId] = await db('categories').insert({
+        name: 'Trigrams',
+        name_key: 'trigrams',
+        created_at: at,
+      });
+      const product = (name: string) => ({
+        seller_id: sellerId,
+        category_id: categoryId,
+        name,
+        price: '1.00',
+        stock_quantity: 1,
+        status: 'ON_SALE',
+        sales_count: 0,
+        created_at: at,
+        updated_at: at,
+      });
+      const [cafe] = await db('products').insert(product('Café cafe'));
+      const [plain] = await db('products').insert(product('plain lamp'));
+      const trigrams = async (id: number) =>
+        (await db('product_name_trigrams')
+          .where('product_id', id)
+          .orderBy('trigram')
+          .pluck('trigram')) as string[];
+      // The old triggers' DISTINCT, in the column's collation, kept one of "afé" and "afe".
+      t.is((await trigrams(cafe)).filter((g) => g === 'afé' || g === 'afe').length, 1);
+      const plainBefore = await trigrams(plain);
+
+      await db.migrate.up();
+      t.deepEqual(await trigrams(cafe), [' ca', 'afe', 'afé', 'caf', 'fé ', 'é c']);
+      t.deepEqual(await trigrams(plain), plainBefore);
+      // New writes keep both too.
+      const [again] = await db('products').insert(product('Café cafe'));
+      t.deepEqual(await trigrams(again), await trigrams(cafe));
+    } finally {
+      await db.destroy();
+    }
+  },
+);
