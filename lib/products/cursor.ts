@@ -1,6 +1,9 @@
 // The cursor of GET /products/cursor: Base64 of `<createdAt as yyyy-MM-ddTHH:mm:ss.SSS (UTC)>:<id>`.
 // We emit URL-safe Base64 without padding (no escaping needed in a query string) and accept both
 // alphabets, padded or not. Anything else is INVALID_CURSOR.
+// A space is not read back as '+' (what a query string makes of an unescaped '+'): the text is digits,
+// '-', 'T', ':' and '.', whose Base64 never reaches the 6-bit values 62 and 63, so a valid cursor holds
+// letters and digits only, in either alphabet, and a space can never come from one.
 import { BadRequestError } from '../errors';
 
 export interface CursorPosition {

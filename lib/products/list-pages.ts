@@ -57,8 +57,13 @@ export function createListPages(options: {
   const pagesShowing = new Map<number, Set<string>>();
   const followingStock = new Set<string>();
   let indexed = 0;
-  /** Pages being loaded: the clock when each load started. */
-  const loadingSince = new Map<string, number>();
+  /**
+   * Pages being loaded: each load's own marker, holding the clock when it started. Compared by identity, not
+   * by clock: after a flush (no tick) a new load of the same key starts at the same clock as the dropped one,
+   * and the dropped one's end must not remove the new one's marker (a request after the next change would
+   * then join a load that started before it).
+   */
+  const loadingSince = new Map<string, { started: number }>();
 
   const index = (key: string, productIds: readonly number[], followsStock: boolean) => {
     for (const productId of productIds) {
@@ -119,17 +124,18 @@ export function createListPages(options: {
       load: () => Promise<LoadedListPage>,
     ): Promise<CachedDocument> {
       // A load of this page in flight since before a change is not joined (its waiters still get it).
-      if ((loadingSince.get(key) ?? clock) < clock) cache.del(key);
+      if ((loadingSince.get(key)?.started ?? clock) < clock) cache.del(key);
       const page = await cache.getOrLoad(
         key,
         async () => {
           const loadStarted = clock;
-          loadingSince.set(key, loadStarted);
+          const marker = { started: loadStarted };
+          loadingSince.set(key, marker);
           let loaded: LoadedListPage;
           try {
             loaded = await load();
           } finally {
-            if (loadingSince.get(key) === loadStarted) loadingSince.delete(key);
+            if (loadingSince.get(key) === marker) loadingSince.delete(key);
           }
           const { body, productIds } = loaded;
           index(key, productIds, followsStock);

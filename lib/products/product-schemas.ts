@@ -208,7 +208,11 @@ export const cursorProductsQuery = withPriceRange(
       .string()
       .typeError('cursor must be a string')
       .optional()
-      .meta({ description: 'nextCursor of the previous page; omit for the first page' }),
+      .meta({
+        description:
+          'nextCursor of the previous page; omit for the first page. Standard Base64 of the same text is ' +
+          'accepted too (padded or not); anything else, a space included, is 400 INVALID_CURSOR.',
+      }),
   }),
 );
 export type CursorProductsQuery = yup.InferType<typeof cursorProductsQuery>;
@@ -257,10 +261,13 @@ export const productPageShape = pageShape(productShape, 'ProductPage');
 export const cursorPageShape = yup
   .object({
     content: yup.array(productShape).defined(),
-    nextCursor: stringField().nullable().meta({
-      description:
-        'Send it back as `cursor` for the next page; null on the last page. Opaque (URL-safe Base64).',
-    }),
+    nextCursor: stringField()
+      .nullable()
+      .meta({
+        description:
+          'Send it back as `cursor` for the next page; null on the last page. Opaque: letters and digits only ' +
+          '(URL-safe Base64), so it needs no escaping in a query string.',
+      }),
     hasNext: yup.boolean().defined(),
     size: intField().min(0).meta({ description: 'Items on this page' }),
   })

@@ -154,8 +154,13 @@ export function createProductService(deps: ProductServiceDeps) {
     }
   }
 
-  async function changed(productId: number): Promise<ProductJson> {
+  /** Drops this instance's cached copies of the product (and, through the cluster bridge, its peers'). */
+  async function announce(productId: number): Promise<void> {
     await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
+  }
+
+  async function changed(productId: number): Promise<ProductJson> {
+    await announce(productId);
     const json = await loadOne(productId);
     if (!json || json.status === 'DELETED') throw notFound(productId);
     return json;
@@ -232,8 +237,19 @@ export function createProductService(deps: ProductServiceDeps) {
       const { stockQuantity, ...edit } = patch;
       const matched = await repository.updateLive(productId, seller.id, edit);
       if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
-      if (stockQuantity !== undefined && !(await stockWrites.setStock(productId, seller.id, stockQuantity))) {
-        throw notFound(productId); // deleted between the ownership check and the write
+      if (stockQuantity !== undefined) {
+        // The stock write runs in the product's actor (perhaps on another instance), so it cannot share the
+        // edit's transaction: when it fails, the edit above stays saved, and the stock itself may have been
+        // written (the actor's re-read or a forwarded reply failed after it). Announced before the error
+        // reaches the seller, so no cache here or on a peer keeps the old name, price or stock for its TTL.
+        let written: boolean;
+        try {
+          written = await stockWrites.setStock(productId, seller.id, stockQuantity);
+        } catch (err) {
+          await announce(productId);
+          throw err;
+        }
+        if (!written) throw notFound(productId); // deleted between the ownership check and the write
       }
       return changed(productId);
     },

@@ -166,6 +166,36 @@ test('a request that comes after a change does not join a load in flight since b
   t.is(loads, 2);
 });
 
+test('a load dropped by a flush does not unmark its successor: a request after the next change loads afresh', async (t) => {
+  const listPages = createListPages({ ttlSeconds: 60, maxEntries: 100 });
+  const finishers = new Map<string, () => void>();
+  const calls: string[] = [];
+  const load = (name: string, productIds: number[]) => () => {
+    calls.push(name);
+    return new Promise<LoadedListPage>((resolve) => {
+      finishers.set(name, () => resolve({ body: { load: name }, productIds }));
+    });
+  };
+  const body = async (page: Promise<{ json: string }>) => JSON.parse((await page).json).load;
+
+  // A read the page before a change of unknown kind (product 1 joined the page): it shows product 2 only.
+  const a = listPages.get('page', false, load('A', [2]));
+  await Promise.resolve();
+  listPages.flush(); // that change (or missed change events): no tick of the change clock
+  const b = listPages.get('page', false, load('B', [1, 2])); // starts at the same clock as A
+  await Promise.resolve();
+  finishers.get('A')!();
+  t.is(await body(a), 'A');
+  listPages.changed([1], 'stock'); // an order for product 1 committed and was answered
+  const c = listPages.get('page', false, load('C', [1, 2])); // that buyer's read
+  await Promise.resolve();
+  t.deepEqual(calls, ['A', 'B', 'C'], 'the read after the change did not join B, in flight since before it');
+  finishers.get('B')!();
+  finishers.get('C')?.();
+  t.is(await body(b), 'B');
+  t.is(await body(c), 'C');
+});
+
 test('the index is bounded: past MAX_TRACKED (product, page) pairs a narrow change drops every page', async (t) => {
   const { listPages, loads, get } = pages();
   await get('kept', [1]);

@@ -1,0 +1,109 @@
+// A seller's PATCH is two writes: the catalog fields (one guarded UPDATE) and then the stock, through the
+// inventory. When the stock write fails after the first committed, the saved edit must still be announced:
+// otherwise the cached detail (and every peer's) keeps the old name and price until it expires. A stock write
+// that failed may also have been applied (only its answer was lost), so it is announced too.
+import test from 'ava';
+import { createCategoryService } from '../../lib/categories/category-service';
+import { ServiceUnavailableError } from '../../lib/errors';
+import { createEventBus } from '../../lib/events';
+import { createProductService } from '../../lib/products/product-service';
+import { createSellerQuotas } from '../../lib/products/seller-quotas';
+import { createStockWrites, type StockWrites } from '../../lib/products/stock-writes';
+import { createMember, createProduct } from '../helpers/factories';
+import { startTestApp, type TestApp } from '../helpers/harness';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp();
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+/** The product service on the app's database, with the given stock writes; `announced` lists its events. */
+function serviceWithStockWrites(stockWrites: StockWrites) {
+  const events = createEventBus();
+  const service = createProductService({
+    db: app.db,
+    events,
+    categories: createCategoryService({ db: app.db, events }),
+    stockWrites,
+    quotas: createSellerQuotas(app.config),
+    images: { purgeDeletedProduct: async () => 0 },
+    logger: app.logger,
+    listCacheEntries: 100,
+  });
+  const announced: number[][] = [];
+  events.on('productsChanged', ({ productIds }) => {
+    announced.push([...productIds]);
+  });
+  return { service, announced };
+}
+
+for (const [label, failure] of [
+  ['the inventory is busy (503)', () => new ServiceUnavailableError('Inventory busy')],
+  ['a database error', () => new Error('Connection lost: The server closed the connection.')],
+] as const) {
+  test(`a PATCH whose stock write fails after the name and price were saved still drops the cached detail: ${label}`, async (t) => {
+    const { service, announced } = serviceWithStockWrites({
+      setStock: async () => {
+        throw failure();
+      },
+      softDelete: async () => {
+        throw failure();
+      },
+    });
+    const seller = await createMember(app, 'SELLER');
+    const productId = await createProduct(app, seller.id, { name: 'Old name', price: '10.00' });
+    const auth = { id: seller.id, role: 'SELLER' as const };
+
+    const before = await service.detail(productId, null);
+    t.like(JSON.parse(before.document.json), { id: productId, name: 'Old name', price: 10 });
+
+    const error = await t.throwsAsync(
+      service.update(auth, productId, { name: 'New name', price: 12.5, stockQuantity: 3 }),
+    );
+    t.is(error?.message, failure().message, 'the stock write’s own error reaches the caller');
+    const row = await app.db('products').where('id', productId).first('name', 'price', 'stock_quantity');
+    t.like(
+      { name: row.name, price: Number(row.price), stock: Number(row.stock_quantity) },
+      { name: 'New name', price: 12.5, stock: 10 },
+      'the catalog edit was saved, the stock was not',
+    );
+
+    const after = await service.detail(productId, null);
+    t.like(JSON.parse(after.document.json), {
+      id: productId,
+      name: 'New name',
+      price: 12.5,
+      stockQuantity: 10,
+    });
+    t.not(after.document.hash, before.document.hash);
+    t.deepEqual(announced, [[productId]], 'the saved edit was announced (peers and other caches hear of it)');
+  });
+}
+
+test('a stock-only PATCH whose write was applied but whose answer was lost is announced: the detail shows the new stock', async (t) => {
+  // As when the actor's re-read after the write fails, or a forwarded write's reply times out.
+  const guarded = createStockWrites(app.db);
+  const { service, announced } = serviceWithStockWrites({
+    setStock: async (productId, sellerId, stockQuantity) => {
+      await guarded.setStock(productId, sellerId, stockQuantity);
+      throw new ServiceUnavailableError('No answer from the owner of the product');
+    },
+    softDelete: guarded.softDelete,
+  });
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 10 });
+  const auth = { id: seller.id, role: 'SELLER' as const };
+
+  t.like(JSON.parse((await service.detail(productId, null)).document.json), { stockQuantity: 10 });
+  await t.throwsAsync(service.update(auth, productId, { stockQuantity: 3 }), {
+    instanceOf: ServiceUnavailableError,
+  });
+  t.like(JSON.parse((await service.detail(productId, null)).document.json), {
+    id: productId,
+    stockQuantity: 3,
+  });
+  t.deepEqual(announced, [[productId]]);
+});
