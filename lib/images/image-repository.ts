@@ -100,6 +100,14 @@ export function createImageRepository(db: Db) {
       return rows.map((row) => Number(row.productId));
     },
 
+    /** The stored file names the image rows of these products name, as `<productId>/<file name>`. */
+    async namedFiles(productIds: number[]): Promise<Set<string>> {
+      const rows = (await db('product_images')
+        .whereIn('product_id', productIds)
+        .select('product_id', 'file_name')) as Array<{ product_id: number; file_name: string }>;
+      return new Set(rows.map((row) => `${row.product_id}/${row.file_name}`));
+    },
+
     /** Deletes one image of the product; returns its stored file name, or undefined when there is none. */
     async deleteImage(trx: Trx, productId: number, imageId: number): Promise<string | undefined> {
       const image = await ProductImage.query(trx).findById(imageId).where('product_id', productId);

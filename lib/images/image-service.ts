@@ -48,6 +48,11 @@ export function toImageJson(image: ProductImage): ImageJson {
   return { id: image.id, imageUrl: image.imageUrl, displayOrder: image.displayOrder };
 }
 
+/** A stored file without its row is left this long: an upload moves its files before its commit. */
+export const ORPHAN_FILE_MIN_AGE_MS = 60 * 60 * 1000;
+/** Product directories read per batch of the orphan pass (one query for their rows). */
+const ORPHAN_SCAN_BATCH = 200;
+
 export function createImageService({ config, db, logger, events, quotas }: ImageServiceDeps) {
   const log = logger.child({ component: 'ImageService' });
   const productsDir = path.join(config.uploadDir, 'products');
@@ -102,12 +107,16 @@ export function createImageService({ config, db, logger, events, quotas }: Image
     return accepted;
   }
 
-  async function removeQuietly(filePaths: string[]): Promise<void> {
+  /** Removes the files, logging (not throwing) a failure; returns how many went. */
+  async function removeQuietly(filePaths: string[]): Promise<number> {
+    let removed = 0;
     for (const filePath of filePaths) {
-      await fs
-        .rm(filePath, { force: true })
-        .catch((err) => log.warn({ err, filePath }, 'Could not remove an image file'));
+      await fs.rm(filePath, { force: true }).then(
+        () => (removed += 1),
+        (err) => log.warn({ err, filePath }, 'Could not remove an image file'),
+      );
     }
+    return removed;
   }
 
   /** Locks the live product for this transaction (see the repository) and checks its owner. */
@@ -279,6 +288,42 @@ export function createImageService({ config, db, logger, events, quotas }: Image
         if (batch === 0) return removed; // nothing could go: never loop on the same rows
         removed += batch;
       }
+    },
+
+    /**
+     * The pruner's pass over the disk: stored files that no image row names and that are older than
+     * `minAgeMs`. They are what a process that stopped left behind: between a purge's or a delete's commit and
+     * its file removal, or between an upload's file move and its commit. They are never served (openFile asks for
+     * the row) and count in no quota (rows do), so they only take disk. Younger files may belong to an upload
+     * in flight, here or in another process sharing UPLOAD_DIR (moved before its commit), so they stay; the
+     * files are listed before the rows are read, so a row committed meanwhile is seen. Returns how many files
+     * went; no further batch once `signal` is aborted.
+     */
+    async pruneOrphanFiles(signal?: AbortSignal, minAgeMs = ORPHAN_FILE_MIN_AGE_MS): Promise<number> {
+      const productIds = (await fs.readdir(productsDir).catch(() => [] as string[]))
+        .filter((entry) => /^[1-9][0-9]{0,9}$/.test(entry))
+        .map(Number);
+      let removed = 0;
+      for (let i = 0; i < productIds.length; i += ORPHAN_SCAN_BATCH) {
+        if (signal?.aborted) break; // the rest is for the next pass
+        const batch = productIds.slice(i, i + ORPHAN_SCAN_BATCH);
+        const old: Array<{ productId: number; name: string }> = [];
+        for (const productId of batch) {
+          for (const name of await fs.readdir(productDir(productId)).catch(() => [] as string[])) {
+            if (!STORED_NAME.test(name)) continue;
+            const stat = await fs.stat(path.join(productDir(productId), name)).catch(() => null);
+            if (stat?.isFile() && Date.now() - stat.mtimeMs >= minAgeMs) old.push({ productId, name });
+          }
+        }
+        if (old.length === 0) continue;
+        const named = await repository.namedFiles([...new Set(old.map((file) => file.productId))]);
+        const orphans = old.filter(({ productId, name }) => !named.has(`${productId}/${name}`));
+        removed += await removeQuietly(
+          orphans.map(({ productId, name }) => path.join(productDir(productId), name)),
+        );
+      }
+      if (removed > 0) log.info(`Removed ${removed} image file(s) that no image row names`);
+      return removed;
     },
 
     /**

@@ -1,5 +1,9 @@
 // Seller quotas: at most SELLER_MAX_PRODUCTS live products and SELLER_MAX_IMAGE_BYTES of stored (re-encoded)
-// images per seller; 409 beyond, enforced under concurrency (also over two instances on one database).
+// images per seller; 409 beyond, enforced under concurrency (also over two instances on one database). The
+// pruner gives back what a stopped process left: a deleted product's image rows, and files no row names.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
 import { createTestDatabase, startTestApp } from '../helpers/harness';
@@ -168,4 +172,34 @@ test('image bytes: images of a product deleted without its purge (a process stop
   // A live product's images are never touched.
   t.is((await app.bundle.services.pruner.pruneOnce()).deletedProductImages, 0);
   t.is((await app.db('product_images').where('product_id', p2)).length, 1);
+});
+
+test('image files no row names (a process stopped between a commit and its file removal) go at the next prune once an hour old; named, young and foreign files stay', async (t) => {
+  const app = await startTestApp({ logLevel: 'info' });
+  t.teardown(() => app.close());
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id);
+  const uploaded = await upload(app, productId, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
+  t.is(uploaded.status, 201);
+  const dir = productDir(app, productId);
+  const [named] = filesUnder(dir);
+  const hoursAgo = (hours: number) => new Date(Date.now() - hours * 3600_000);
+  const place = (name: string, age: Date) => {
+    fs.writeFileSync(path.join(dir, name), imageBytes('png'));
+    fs.utimesSync(path.join(dir, name), age, age);
+  };
+  const orphan = `${crypto.randomUUID()}.png`;
+  const young = `${crypto.randomUUID()}.png`;
+  place(orphan, hoursAgo(2));
+  place(young, hoursAgo(0.5));
+  place('notes.txt', hoursAgo(2)); // not a name this service stores: never touched
+  fs.utimesSync(path.join(dir, named), hoursAgo(2), hoursAgo(2));
+
+  const pruned = await app.bundle.services.pruner.pruneOnce();
+  t.is(pruned.orphanImageFiles, 1);
+  t.deepEqual(filesUnder(dir).sort(), [named, young, 'notes.txt'].sort());
+  const served = await app.request('GET', uploaded.body.images[0].imageUrl);
+  t.is(served.status, 200);
+  t.is((await app.bundle.services.pruner.pruneOnce()).orphanImageFiles, 0);
+  t.regex(app.logs.text, /Removed 1 image file\(s\) that no image row names/);
 });
