@@ -2,7 +2,9 @@
 // other areas rely on.
 import test from 'ava';
 import { createDb, isUniqueViolation } from '../../lib/db';
-import { createTestDatabase, DB_KIND, testConfig, type TestDatabase } from '../helpers/harness';
+import { migrateLatest } from '../../lib/migration-mark';
+import { createCategory, createMember } from '../helpers/factories';
+import { createTestDatabase, DB_KIND, startTestApp, testConfig, type TestDatabase } from '../helpers/harness';
 
 const TABLES = [
   'members',
@@ -144,6 +146,74 @@ test.serial(
       t.deepEqual(await trigrams(again), await trigrams(cafe));
     } finally {
       await db.destroy();
+    }
+  },
+);
+
+test.serial(
+  'MariaDB: a latin1 database gets utf8mb4 before the first table, so any name is stored (not a 500)',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('SQLite stores any Unicode text');
+      return;
+    }
+    const latin1 = await createTestDatabase();
+    const admin = createDb(testConfig(latin1.env).database);
+    try {
+      await admin.raw('ALTER DATABASE CHARACTER SET latin1 COLLATE latin1_swedish_ci');
+    } finally {
+      await admin.destroy();
+    }
+    const app = await startTestApp({ database: latin1 });
+    try {
+      const [[charset]] = await app.db.raw('SELECT @@character_set_database AS name');
+      t.is(charset.name, 'utf8mb4');
+      const seller = await createMember(app, 'SELLER');
+      const created = await app.request('POST', '/api/v1/products', {
+        token: seller.token,
+        body: {
+          categoryId: await createCategory(app),
+          name: '手作りの茶碗 😀',
+          price: 12.5,
+          stockQuantity: 3,
+        },
+      });
+      t.is(created.status, 201, created.text);
+      t.is(created.body.name, '手作りの茶碗 😀');
+      const read = await app.request('GET', `/api/v1/products?keyword=${encodeURIComponent('茶碗 😀')}`);
+      t.deepEqual(
+        read.body.content.map((p: { name: string }) => p.name),
+        ['手作りの茶碗 😀'],
+      );
+    } finally {
+      await app.close();
+      await latin1.drop();
+    }
+  },
+);
+
+test.serial(
+  'MariaDB: tables already in another character set are refused at start, saying what to do',
+  async (t) => {
+    if (DB_KIND !== 'mysql') {
+      t.pass('SQLite stores any Unicode text');
+      return;
+    }
+    const latin1 = await createTestDatabase();
+    const db = createDb(testConfig(latin1.env).database);
+    try {
+      await db.raw('ALTER DATABASE CHARACTER SET latin1 COLLATE latin1_swedish_ci');
+      await db.raw('CREATE TABLE members (id INT PRIMARY KEY, name VARCHAR(100))');
+      const err = await t.throwsAsync(migrateLatest(db));
+      t.is(err?.name, 'DatabaseCharsetError');
+      t.regex(
+        err!.message,
+        /^Tables members are not utf8mb4, .* CHARACTER SET utf8mb4, or convert these tables$/,
+      );
+      t.false(await db.schema.hasTable('products'), 'nothing was migrated');
+    } finally {
+      await db.destroy();
+      await latin1.drop();
     }
   },
 );
