@@ -16,6 +16,7 @@ import { encodeCursor } from '../lib/products/cursor';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
 import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 
 interface Options {
   db: 'mysql' | 'sqlite';
@@ -236,7 +237,7 @@ async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   if (o.db === 'sqlite' && process.env.DATABASE_URL)
     throw new Error('--db sqlite: unset DATABASE_URL (the service child would open MariaDB)');
-  const loadAverageAtStart = os.loadavg();
+  const runInfo = startRunInfo();
   const db = await prepareDatabase(o);
   let plans: PlanRow[];
   let app: Child | null = null;
@@ -314,16 +315,7 @@ async function main(): Promise<void> {
     benchmark: 'catalog',
     at: new Date().toISOString(),
     options: { ...o, databaseUrl: o.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
-    machine: {
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      memoryGb: Math.round(os.totalmem() / 2 ** 30),
-      node: process.version,
-      platform: `${os.platform()} ${os.release()}`,
-      // The machine is shared: the 1-minute load average when the run started and when it ended.
-      loadAverageAtStart,
-      loadAverageAtEnd: os.loadavg(),
-    },
+    run: runInfo.finish(),
     results,
     bareKoaRequestsPerSecond: bare,
     ratios,

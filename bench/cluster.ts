@@ -41,6 +41,7 @@ import { cpuMicros, reapedChildrenCpuMicros, groupCommitBatches, pidOf } from '.
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 import { runWrk, wrkAvailable } from './lib/wrk';
 
 type Scenario = 'hot' | 'spread' | 'get';
@@ -408,6 +409,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   if (CONNECTIONS % 6 !== 0)
     console.warn('BENCH_CONNECTIONS is best a multiple of 6 (even spread over 1, 2, 3 URLs)');
   console.log(
@@ -532,14 +534,7 @@ async function main(): Promise<void> {
           serverNodeArgs: SERVER_NODE_ARGS,
           getGenerator: GET_GENERATOR,
         },
-        machine: {
-          cpus: os.cpus().length,
-          cpuModel: os.cpus()[0]?.model,
-          memoryGb: Math.round(os.totalmem() / 2 ** 30),
-          node: process.version,
-          platform: `${os.platform()} ${os.release()}`,
-          loadavgAtEnd: loadavg(),
-        },
+        run: runInfo.finish(),
         results,
         medians: summary.medians,
         ratios: summary.ratios,

@@ -38,6 +38,7 @@ import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
 import { machineTicks } from './lib/metrics';
 import { ROOT, startScriptFlags } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 import { address as ORDER_ADDRESS } from './lib/order-world';
 import { createTokenService } from '../lib/auth/tokens';
 
@@ -629,7 +630,7 @@ async function main(): Promise<void> {
     return;
   }
   if (o.yieldQueries) yieldBetweenQueries();
-  const loadAverageAtStart = os.loadavg();
+  const runInfo = startRunInfo();
   const db = await prepare(o);
   let stream: OrderStream | null = null;
   let queries: Array<Record<string, unknown>>;
@@ -711,15 +712,7 @@ async function main(): Promise<void> {
     benchmark: 'keyword',
     at: new Date().toISOString(),
     options: { ...o, databaseUrl: o.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
-    machine: {
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      node: process.version,
-      nodeFlags: process.execArgv,
-      loadAverage: os.loadavg(),
-    },
-    /** `machine.loadAverage` is taken at the end. */
-    loadAverageAtStart,
+    run: runInfo.finish(),
     queries,
     service,
     ratios,

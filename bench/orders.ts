@@ -28,6 +28,7 @@ import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { startScriptFlags } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 import { cpuMicros, groupCommitBatches, machineTicks, peakRssMb, pidOf } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
@@ -392,6 +393,7 @@ function table(results: RunResult[], ratios: Ratios): string {
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   console.log(
     `bench:orders (${DB}) — ${CONCURRENCY} concurrent buyers, ${DURATION_MS} ms measured after ${WARMUP_MS} ms warm-up, ${ROUNDS} round(s), modes ${MODES.join(
       '/',
@@ -421,7 +423,7 @@ async function main(): Promise<void> {
           dbPoolMax: Number(POOL_MAX),
           serverNodeArgs: SERVER_NODE_ARGS,
         },
-        machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+        run: runInfo.finish(),
         ratios,
         results,
         markdown,
