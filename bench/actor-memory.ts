@@ -4,13 +4,13 @@
 // baseline, all N active, all passivated. The loader answers from memory so that only the actors are
 // measured (no database driver buffers). Env: BENCH_ACTORS [100000], ACTOR_IDLE_MS [500].
 // The optional argument is another copy of actors/registry.ts, to compare a former machine in one run.
-// Writes bench/results/actor-memory-<timestamp>.json (machine, samples, and under `ratios` the heap after
+// Writes bench/results/actor-memory-<timestamp>.json (`run`: commit and machine; samples, and under `ratios` the heap after
 // passivation still held over the heap the active actors took, target <= 0.01: back to baseline).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createLogger } from '../lib/logger';
+import { startRunInfo } from './lib/run-info';
 import type { createStockRegistry as CreateRegistry } from '../actors/registry';
 
 const N = Number(process.env.BENCH_ACTORS ?? 100_000);
@@ -27,6 +27,7 @@ function sample(label: string) {
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   const modulePath = process.argv[2] ? path.resolve(process.argv[2]) : '../actors/registry';
   const { createStockRegistry } = (await import(
     modulePath.startsWith('/') ? pathToFileURL(modulePath).href : modulePath
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
     benchmark: 'actor-memory',
     at: new Date().toISOString(),
     options: { actors: N, idleMs: IDLE_MS, module: process.argv[2] ?? 'actors/registry.ts' },
-    machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+    run: runInfo.finish(),
     touchMs,
     samples,
     ratios,

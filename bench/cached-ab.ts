@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { freePort, ROOT } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 
 interface Options {
   before: string;
@@ -111,7 +112,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
-  const loadAverageAtStart = os.loadavg();
+  const runInfo = startRunInfo();
   const copies = fs.mkdtempSync(path.join(os.tmpdir(), 'mkt-cached-ab-'));
   const before = beforeCheckout(o.before, copies);
   const env = (name: string) => {
@@ -184,7 +185,7 @@ async function main(): Promise<void> {
   const file = path.join(ROOT, 'bench', 'results', `cached-ab-${stamp}.json`);
   fs.writeFileSync(
     file,
-    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, beforeCommit: before.commit, afterCommit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT }).toString().trim(), afterUncommittedChanges: execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).toString().trim() !== '', machine: { cpus: os.cpus().length, node: process.version, loadAverageAtStart, loadAverageAtEnd: os.loadavg() }, summary, rows }, null, 2)}\n`,
+    `${JSON.stringify({ benchmark: 'cached-ab', at: new Date().toISOString(), options: o, beforeCommit: before.commit, run: runInfo.finish(), summary, rows }, null, 2)}\n`,
   );
   console.log(lines.join('\n'));
   console.log(`\nWritten ${path.relative(ROOT, file)}`);

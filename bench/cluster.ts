@@ -9,6 +9,10 @@
 // The instance counts alternate between rounds (1, 2, 3, then 3, 2, 1, ...); each configuration starts its
 // processes afresh and waits until every shard has its owner before the load starts. After every order
 // scenario the books are checked (for every product: initial stock = stock + ordered units, stock >= 0).
+// After the rounds, a sell-out phase on a fresh cluster of the most instances (bench/lib/sell-out.ts): the seller
+// PATCHes the hot product's stockQuantity to BENCH_SELL_OUT_STOCK through the first instance (the owner may be
+// another: it must learn of the change), the buyers order it on every instance until the answers are 409s, and
+// the database must show exactly that many units sold, stock 0, none below 0 (`sellOut` in the result file).
 // bench/results/cluster-<timestamp>.json holds the machine, the load average before and after every
 // scenario, every measurement, their medians and `ratios` ({ value, target, met }): orders/s with 2
 // instances over 1 instance, hot >= 0.9x and spread >= 1.0x, cached GET req/s >= 1.3x; zero oversell.
@@ -20,7 +24,8 @@
 // BENCH_INSTANCES [1,2,3], BENCH_SCENARIOS [hot,spread,get],
 // BENCH_DB_POOL_MAX [20 per instance], BENCH_DB_TIMEOUT_MS [60000: patient, as bench:orders],
 // BENCH_GET_GENERATOR [wrk when installed (Debian: apt-get install -y wrk), else autocannon]: the generator of
-// the cached GET, whose CPU per request is of the order of the service's own (bench/lib/wrk.ts).
+// the cached GET, whose CPU per request is of the order of the service's own (bench/lib/wrk.ts),
+// BENCH_SELL_OUT_STOCK [300; 0 skips the sell-out phase], BENCH_SELL_OUT_MAX_S [15].
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -41,6 +46,8 @@ import { cpuMicros, reapedChildrenCpuMicros, groupCommitBatches, pidOf } from '.
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
+import { SELL_OUT_HEADER, sellOut, sellOutLine, type SellOut } from './lib/sell-out';
 import { runWrk, wrkAvailable } from './lib/wrk';
 
 type Scenario = 'hot' | 'spread' | 'get';
@@ -57,6 +64,8 @@ const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,get').split(',') as Scenar
 const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
 const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
 const SHARDS = 64;
+const SELL_OUT_STOCK = Number(env.BENCH_SELL_OUT_STOCK ?? 300);
+const SELL_OUT_MAX_S = Number(env.BENCH_SELL_OUT_MAX_S ?? 15);
 // Extra node flags for every instance, e.g. `--cpu-prof --cpu-prof-dir=bench/profiles` to profile them.
 // npm start's node flags, then any extra ones (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile).
 const SERVER_NODE_ARGS = [
@@ -288,7 +297,7 @@ const loadavg = () => os.loadavg().map(round2);
 
 type Ratios = Record<string, { value: number; target: string; met: boolean }>;
 
-function summarise(results: Measurement[]) {
+function summarise(results: Measurement[], sold: SellOut | null) {
   const medians: Record<string, Record<number, number>> = {};
   for (const scenario of SCENARIOS) {
     medians[scenario] = {};
@@ -317,6 +326,12 @@ function summarise(results: Measurement[]) {
   }
   const bad = results.filter((r) => r.oversell || r.conserved === false).length;
   ratios['order runs with oversell or unconserved stock'] = { value: bad, target: '0', met: bad === 0 };
+  if (sold)
+    ratios[`sell-out phase without exactly ${sold.stock} sold, stock 0, none below 0`] = {
+      value: sold.ok ? 0 : 1,
+      target: '0',
+      met: sold.ok,
+    };
   return { medians, ratios, scaling };
 }
 
@@ -363,7 +378,11 @@ async function dbCounters(db: Knex): Promise<Record<keyof typeof DB_COUNTERS, nu
 
 const perRequest = (micros: number, requests: number) => (requests > 0 ? Math.round(micros / requests) : 0);
 
-function markdown(results: Measurement[], summary: ReturnType<typeof summarise>): string {
+function markdown(
+  results: Measurement[],
+  summary: ReturnType<typeof summarise>,
+  sold: (SellOut & { instances: number }) | null,
+): string {
   const lines = [
     '| scenario | instances | median | p50 ms | p99 ms | orders per commit | CPU us/request: service, NATS, MariaDB, generator | MariaDB per order: statements, commits | non-2xx (status: count) | errors | oversell | runs |',
     '|---|---:|---:|---:|---:|---:|---|---|---|---:|---|---:|',
@@ -397,6 +416,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
         `| ${scenario === 'get' ? `get (${GET_GENERATOR})` : scenario} | ${count} | ${summary.medians[scenario][count]} ${UNIT[scenario]} | ${mid((r) => r.p50Ms, 1)} | ${mid((r) => r.p99Ms, 1)} | ${perCommit} | ${cpu.join(', ')} | ${perOrder} | ${other} | ${runs.reduce((s, r) => s + r.errors, 0)} | ${oversell} | ${runs.length} |`,
       );
     }
+  if (sold) lines.push('', ...SELL_OUT_HEADER, sellOutLine(`${sold.instances} instances`, sold));
   lines.push('', '| ratio | value | target | met |', '|---|---:|---|---|');
   for (const [name, r] of Object.entries(summary.ratios))
     lines.push(
@@ -408,6 +428,7 @@ function markdown(results: Measurement[], summary: ReturnType<typeof summarise>)
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   if (CONNECTIONS % 6 !== 0)
     console.warn('BENCH_CONNECTIONS is best a multiple of 6 (even spread over 1, 2, 3 URLs)');
   console.log(
@@ -426,6 +447,7 @@ async function main(): Promise<void> {
   });
   const db = knexFactory(knexConfig(config.database));
   const results: Measurement[] = [];
+  let sold: (SellOut & { instances: number }) | null = null;
   try {
     await prepareDatabase(db, config, createLogger({ level: 'warn', format: 'line' }));
     const fixture = await seedOrderWorld(db, {
@@ -502,13 +524,35 @@ async function main(): Promise<void> {
         }
       }
     }
+    if (SELL_OUT_STOCK > 0) {
+      const instances = Math.max(...COUNTS);
+      process.stdout.write(`sell-out of ${SELL_OUT_STOCK} on ${instances} instance(s) ... `);
+      const cluster = await startCluster(url, instances, 'sellout');
+      try {
+        const s = await sellOut({
+          urls: cluster.children.map((child) => child.url),
+          db,
+          world: fixture,
+          stock: SELL_OUT_STOCK,
+          connections: CONNECTIONS,
+          maxSeconds: SELL_OUT_MAX_S,
+          repeatableRead: true,
+        });
+        sold = { instances, ...s };
+        process.stdout.write(
+          `${s.sold} sold (201s ${s.accepted}, 409s ${s.refused}, other ${s.errors}) in ${s.seconds} s, final stock ${s.finalStock}, products below 0: ${s.negativeStock}, ${s.ok ? 'exactly N sold' : 'NOT exactly N sold'}\n`,
+        );
+      } finally {
+        await stopCluster(cluster);
+      }
+    }
   } finally {
     await db.destroy();
     await withAdmin(MYSQL, (admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
   }
 
-  const summary = summarise(results);
-  const table = markdown(results, summary);
+  const summary = summarise(results, sold);
+  const table = markdown(results, summary, sold);
   const dir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `cluster-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
@@ -531,19 +575,15 @@ async function main(): Promise<void> {
           spreadProducts: SPREAD_PRODUCTS,
           serverNodeArgs: SERVER_NODE_ARGS,
           getGenerator: GET_GENERATOR,
+          sellOutStock: SELL_OUT_STOCK,
+          sellOutMaxSeconds: SELL_OUT_MAX_S,
         },
-        machine: {
-          cpus: os.cpus().length,
-          cpuModel: os.cpus()[0]?.model,
-          memoryGb: Math.round(os.totalmem() / 2 ** 30),
-          node: process.version,
-          platform: `${os.platform()} ${os.release()}`,
-          loadavgAtEnd: loadavg(),
-        },
+        run: runInfo.finish(),
         results,
         medians: summary.medians,
         ratios: summary.ratios,
         scaling: summary.scaling,
+        sellOut: sold,
         markdown: table,
       },
       null,
@@ -551,7 +591,7 @@ async function main(): Promise<void> {
     )}\n`,
   );
   console.log(`\n${table}\n\nresults: ${path.relative(ROOT, file)}`);
-  if (results.some((r) => r.oversell || r.conserved === false)) process.exitCode = 1;
+  if (results.some((r) => r.oversell || r.conserved === false) || (sold && !sold.ok)) process.exitCode = 1;
 }
 
 main().catch((err) => {

@@ -11,7 +11,9 @@
 //    with the cache of public list pages (PRODUCT_LIST_CACHE_ENTRIES=0, then the default), `--service-rounds` times;
 //    `--orders N`: meanwhile a buyer orders N times a second (one unit of one of STREAM_PRODUCTS products that
 //    no searched page shows, as other products sell while people search), a mixed load.
-// Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }).
+// Writes bench/results/keyword-<db>-<timestamp>.json with the targets under `ratios` ({ value, target, met }); the
+// service-level ones (HTTP p50, event-loop delay max) are met only if every list-cache mode that ran meets them (with
+// the cache on no search reaches the index), each mode's value under `byListCache`, `value` the worse one.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -38,6 +40,7 @@ import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { loadInWorker } from './lib/load-worker';
 import { machineTicks } from './lib/metrics';
 import { ROOT, startScriptFlags } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 import { address as ORDER_ADDRESS } from './lib/order-world';
 import { createTokenService } from '../lib/auth/tokens';
 
@@ -629,7 +632,7 @@ async function main(): Promise<void> {
     return;
   }
   if (o.yieldQueries) yieldBetweenQueries();
-  const loadAverageAtStart = os.loadavg();
+  const runInfo = startRunInfo();
   const db = await prepare(o);
   let stream: OrderStream | null = null;
   let queries: Array<Record<string, unknown>>;
@@ -660,28 +663,33 @@ async function main(): Promise<void> {
       for (const mode of modes) service.push(await serviceLevel(o, name, paths, mode, stream));
     }
   }
-  // The targets are the service's as configured by default (the cache on), unless only `off` ran.
-  const measuredMode = o.listCache === 'off' ? 'off' : 'on';
-  const measured = service.filter((s) => s.listCache === measuredMode);
-  const lampP50 = median(measured.filter((s) => s.scenario === scenarios[0][0]).map((s) => s.p50Ms));
-  const loopMax = Math.max(...measured.map((s) => s.eventLoopDelayMaxMs));
+  // The service-level targets hold in every mode that ran: with the list-page cache on, the searched pages
+  // come from memory and no search reaches the index, so the cache-off runs are the ones that test the search.
+  // `value` is the worse mode's, `byListCache` holds each mode's, `met` needs every mode to meet the target.
+  const byMode = (pick: (runs: typeof service) => number) =>
+    Object.fromEntries(modes.map((mode) => [mode, pick(service.filter((s) => s.listCache === mode))]));
+  const everyMode = (values: Record<string, number>, limit: number) => ({
+    value: Math.max(...Object.values(values)),
+    target: `<= ${limit} ms`,
+    met: Object.values(values).every((v) => v <= limit),
+    byListCache: values,
+  });
+  const lampP50 = byMode((runs) =>
+    median(runs.filter((s) => s.scenario === scenarios[0][0]).map((s) => s.p50Ms)),
+  );
+  const loopMax = byMode((runs) => Math.max(...runs.map((s) => s.eventLoopDelayMaxMs)));
   const lamp = queries.find((q) => q.keyword === 'lamp' && q.query === 'list page (20)')!;
-  const ratios = {
+  const ratios: Record<
+    string,
+    { value: number; target: string; met: boolean; byListCache?: Record<string, number> }
+  > = {
     'keyword list page "lamp", service median ms (query level)': {
       value: Number(lamp.serviceMedianMs),
       target: '<= 5 ms',
       met: Number(lamp.serviceMedianMs) <= 5,
     },
-    'keyword search p50 ms, 4 searchers, "lamp" (HTTP)': {
-      value: lampP50,
-      target: '<= 5 ms',
-      met: lampP50 <= 5,
-    },
-    'event-loop delay max ms, 4 searchers (worst scenario)': {
-      value: loopMax,
-      target: '<= 20 ms',
-      met: loopMax <= 20,
-    },
+    'keyword search p50 ms, 4 searchers, "lamp" (HTTP; every list-cache mode)': everyMode(lampP50, 5),
+    'event-loop delay max ms, 4 searchers (worst scenario; every list-cache mode)': everyMode(loopMax, 20),
   };
   const lines = [
     '| keyword | query | scan median ms | index only median ms | service (newest rows, then index) median ms |',
@@ -698,10 +706,13 @@ async function main(): Promise<void> {
         `| ${s.scenario} | ${s.listCache} | ${Math.round(s.requestsPerSecond)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.non2xx} | ${Math.round(s.ordersPerSecond)} | ${s.ordersFailed} | ${s.eventLoopDelayP99Ms.toFixed(1)} | ${s.eventLoopDelayMaxMs.toFixed(1)} | ${s.gcPauseMaxMs.toFixed(1)} | ${s.commitP99Ms.toFixed(1)} / ${s.commitMaxMs.toFixed(1)} | ${s.stealPercent.toFixed(1)} | ${s.loadAverageAtStart.toFixed(1)} |`,
     ),
     '',
-    '| target | measured | goal | met |',
-    '|---|---:|---|---|',
+    '| target | measured (worse mode) | list cache off / on | goal | met |',
+    '|---|---:|---|---|---|',
     ...Object.entries(ratios).map(
-      ([k, r]) => `| ${k} | ${r.value.toFixed(1)} | ${r.target} | ${r.met ? 'yes' : 'NO'} |`,
+      ([k, r]) =>
+        `| ${k} | ${r.value.toFixed(1)} | ${
+          r.byListCache ? modes.map((mode) => `${mode} ${r.byListCache![mode].toFixed(1)}`).join(' / ') : '—'
+        } | ${r.target} | ${r.met ? 'yes' : 'NO'} |`,
     ),
   ];
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -711,15 +722,7 @@ async function main(): Promise<void> {
     benchmark: 'keyword',
     at: new Date().toISOString(),
     options: { ...o, databaseUrl: o.databaseUrl.replace(/\/\/[^@]*@/, '//***@') },
-    machine: {
-      cpus: os.cpus().length,
-      cpuModel: os.cpus()[0]?.model,
-      node: process.version,
-      nodeFlags: process.execArgv,
-      loadAverage: os.loadavg(),
-    },
-    /** `machine.loadAverage` is taken at the end. */
-    loadAverageAtStart,
+    run: runInfo.finish(),
     queries,
     service,
     ratios,

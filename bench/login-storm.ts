@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, startChild, startScriptFlags } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
@@ -39,6 +40,7 @@ async function timedGet(url: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   const rounds = option('rounds', 5);
   const logins = option('logins', 50);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-login-storm-'));
@@ -147,12 +149,7 @@ async function main(): Promise<void> {
       `${JSON.stringify(
         {
           settings: { rounds, logins, bcryptCost: 12, database: 'sqlite' },
-          machine: {
-            cpus: os.cpus().length,
-            model: os.cpus()[0]?.model,
-            loadavg: os.loadavg(),
-            node: process.version,
-          },
+          run: runInfo.finish(),
           rounds: results,
           ratios,
         },

@@ -9,7 +9,6 @@
 // per batch, BENCH_BATCHES [600] measured batches (after BENCH_WARMUP_BATCHES [100]).
 // Results: bench/results/order-writes[-<label>]-<timestamp>.json.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../lib/db';
 import { migrateLatest } from '../lib/migration-mark';
@@ -20,7 +19,9 @@ import { ensureMysqlDatabase } from './lib/catalog-fill';
 import { cpuMicros, pidOf } from './lib/metrics';
 import { address, seedOrderWorld } from './lib/order-world';
 import { ROOT } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 
+const runInfo = startRunInfo();
 const { env } = process;
 const MYSQL = (env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
 const BATCH = Number(env.BENCH_BATCH ?? 32);
@@ -89,7 +90,7 @@ try {
     when: new Date().toISOString(),
     label: LABEL || null,
     settings: { batch: BATCH, batches: BATCHES, warmupBatches: WARMUP },
-    machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+    run: runInfo.finish(),
     serviceCpuUsPerBatch: Math.round(sum(own) / BATCHES),
     databaseCpuUsPerBatch: MARIADB_PID ? Math.round(sum(database) / BATCHES) : null,
     wallUsPerBatchMedian: Math.round(median(wall)),

@@ -9,11 +9,15 @@
 // (BENCH_DB_TIMEOUT_MS [60000]): the 5 s defaults shed the queued transactional baseline as 503s, and the
 // baseline must measure throughput, not shedding. The server is the real one (`lib/server.ts`) in its own
 // process with a fresh database per run; this process only drives HTTP load over keep-alive sockets.
+// Every product has BIG_STOCK units, so the measured rounds cannot oversell; after them, each run (round and
+// mode) ends with a sell-out phase (bench/lib/sell-out.ts): the seller PATCHes the hot product's stockQuantity to
+// BENCH_SELL_OUT_STOCK units through the API, the buyers order it until the answers are 409s, and the database
+// must show exactly that many units sold, stock 0 and no stock below 0 (`sellOut` in the result file).
 //
 // Environment (defaults in brackets): BENCH_MYSQL_URL [mysql://root@127.0.0.1:3306], BENCH_CONCURRENCY [64],
 // BENCH_DURATION_MS [10000], BENCH_WARMUP_MS [2000], BENCH_ROUNDS [2], BENCH_SCENARIOS [hot,spread,cart],
 // BENCH_MODES [actor,transactional], BENCH_DB_POOL_MAX [20], BENCH_SERVER_NODE_ARGS (flags for the server process,
-// after the ones `npm start` gives it).
+// after the ones `npm start` gives it), BENCH_SELL_OUT_STOCK [300; 0 skips the phase], BENCH_SELL_OUT_MAX_S [15].
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -28,6 +32,8 @@ import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
 import { startScriptFlags } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
+import { SELL_OUT_HEADER, sellOut, sellOutLine, type SellOut } from './lib/sell-out';
 import { cpuMicros, groupCommitBatches, machineTicks, peakRssMb, pidOf } from './lib/metrics';
 
 type Mode = 'actor' | 'transactional';
@@ -44,6 +50,8 @@ const SCENARIOS = (env.BENCH_SCENARIOS ?? 'hot,spread,cart').split(',') as Scena
 const MODES = (env.BENCH_MODES ?? 'actor,transactional').split(',') as Mode[];
 const POOL_MAX = env.BENCH_DB_POOL_MAX ?? '20';
 const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
+const SELL_OUT_STOCK = Number(env.BENCH_SELL_OUT_STOCK ?? 300);
+const SELL_OUT_MAX_S = Number(env.BENCH_SELL_OUT_MAX_S ?? 15);
 
 function dbFlag(argv: string[]): 'mysql' | 'sqlite' {
   const at = argv.findIndex((arg) => arg === '--db' || arg.startsWith('--db='));
@@ -261,7 +269,12 @@ async function load(server: { port: number; pid: number }, fixture: OrderWorld, 
   };
 }
 
-async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
+type SellOutRun = { round: number; mode: Mode } & SellOut;
+
+async function runOne(
+  round: number,
+  mode: Mode,
+): Promise<{ results: RunResult[]; sellOut: SellOutRun | null }> {
   const name = `mkt_bench_${process.pid}_${round}_${mode}`;
   let target: Target;
   if (DB === 'mysql') {
@@ -282,6 +295,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
     ),
   );
   const results: RunResult[] = [];
+  let sold: SellOutRun | null = null;
   try {
     const fixture = await seedOrderWorld(db, {
       buyers: CONCURRENCY,
@@ -301,6 +315,22 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
         `${measured.ordersPerSecond} orders/s, p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms, server CPU ${measured.serverCpuUsPerOrder} us/order (generator ${measured.generatorCpuUsPerOrder}${measured.databaseCpuUsPerOrder === null ? '' : `, MariaDB ${measured.databaseCpuUsPerOrder}`}, machine ${measured.machineBusyPercent}% busy), ${measured.ordersPerCommit ?? '-'} orders/commit, peak RSS ${measured.serverPeakRssMb} MB, refused ${measured.refused}, errors ${measured.errors}, oversell ${stock.oversell ? 'YES' : 'no'}, conserved ${stock.conserved ? 'yes' : 'NO'}\n`,
       );
     }
+    if (SELL_OUT_STOCK > 0) {
+      process.stdout.write(`round ${round} ${mode} sell-out of ${SELL_OUT_STOCK} ... `);
+      const s = await sellOut({
+        urls: [`http://127.0.0.1:${port}`],
+        db,
+        world: fixture,
+        stock: SELL_OUT_STOCK,
+        connections: CONCURRENCY,
+        maxSeconds: SELL_OUT_MAX_S,
+        repeatableRead: target.client === 'mysql',
+      });
+      sold = { round, mode, ...s };
+      process.stdout.write(
+        `${s.sold} sold (201s ${s.accepted}, 409s ${s.refused}, other ${s.errors}) in ${s.seconds} s, final stock ${s.finalStock}, products below 0: ${s.negativeStock}, ${s.ok ? 'exactly N sold' : 'NOT exactly N sold'}\n`,
+      );
+    }
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
@@ -309,7 +339,7 @@ async function runOne(round: number, mode: Mode): Promise<RunResult[]> {
       await withAdmin(MYSQL, (admin) => admin.raw(`DROP DATABASE IF EXISTS \`${name}\``));
     else fs.rmSync(target.dataDir, { recursive: true, force: true });
   }
-  return results;
+  return { results, sellOut: sold };
 }
 
 /**
@@ -324,7 +354,7 @@ type Ratios = Record<
 /** actor / transactional orders/s per scenario, each with the issue's target, and the oversell check. */
 const TARGETS: Record<Scenario, number> = { hot: 10, spread: 4, cart: 3 };
 
-function ratiosOf(results: RunResult[]): Ratios {
+function ratiosOf(results: RunResult[], sellOuts: SellOutRun[]): Ratios {
   const ratios: Ratios = {};
   for (const scenario of SCENARIOS) {
     const rps = (mode: Mode) =>
@@ -360,10 +390,18 @@ function ratiosOf(results: RunResult[]): Ratios {
   }
   const oversold = results.filter((r) => r.oversell || !r.conserved).length;
   ratios['runs with oversell or unconserved stock'] = { value: oversold, target: '0', met: oversold === 0 };
+  if (sellOuts.length > 0) {
+    const wrong = sellOuts.filter((s) => !s.ok).length;
+    ratios[`sell-out phases without exactly ${SELL_OUT_STOCK} sold, stock 0, none below 0`] = {
+      value: wrong,
+      target: '0',
+      met: wrong === 0,
+    };
+  }
   return ratios;
 }
 
-function table(results: RunResult[], ratios: Ratios): string {
+function table(results: RunResult[], sellOuts: SellOutRun[], ratios: Ratios): string {
   const lines = [
     `| scenario | mode | orders/s (median) | p50 ms | p99 ms | server CPU us/order | generator us/order | MariaDB us/order | machine busy % | refused | errors | oversell | runs |`,
     `|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
@@ -380,6 +418,10 @@ function table(results: RunResult[], ratios: Ratios): string {
       );
     }
   }
+  if (sellOuts.length > 0) {
+    lines.push('', ...SELL_OUT_HEADER);
+    for (const s of sellOuts) lines.push(sellOutLine(`round ${s.round} ${s.mode}`, s));
+  }
   lines.push('', '| ratio | value | target | met | each round |', '|---|---|---|---|---|');
   for (const [name, r] of Object.entries(ratios)) {
     const x = name.includes('/ transactional') ? 'x' : '';
@@ -392,17 +434,23 @@ function table(results: RunResult[], ratios: Ratios): string {
 }
 
 async function main(): Promise<void> {
+  const runInfo = startRunInfo();
   console.log(
     `bench:orders (${DB}) — ${CONCURRENCY} concurrent buyers, ${DURATION_MS} ms measured after ${WARMUP_MS} ms warm-up, ${ROUNDS} round(s), modes ${MODES.join(
       '/',
     )}, scenarios ${SCENARIOS.join('/')}; ${os.cpus().length} CPUs, Node ${process.version}`,
   );
   const results: RunResult[] = [];
+  const sellOuts: SellOutRun[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const mode of MODES) results.push(...(await runOne(round, mode)));
+    for (const mode of MODES) {
+      const run = await runOne(round, mode);
+      results.push(...run.results);
+      if (run.sellOut) sellOuts.push(run.sellOut);
+    }
   }
-  const ratios = ratiosOf(results);
-  const markdown = table(results, ratios);
+  const ratios = ratiosOf(results, sellOuts);
+  const markdown = table(results, sellOuts, ratios);
   const dir = path.join(root, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `orders-${DB}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
@@ -420,10 +468,13 @@ async function main(): Promise<void> {
           rounds: ROUNDS,
           dbPoolMax: Number(POOL_MAX),
           serverNodeArgs: SERVER_NODE_ARGS,
+          sellOutStock: SELL_OUT_STOCK,
+          sellOutMaxSeconds: SELL_OUT_MAX_S,
         },
-        machine: { cpus: os.cpus().length, loadavg: os.loadavg(), node: process.version },
+        run: runInfo.finish(),
         ratios,
         results,
+        sellOut: sellOuts,
         markdown,
       },
       null,
@@ -431,7 +482,7 @@ async function main(): Promise<void> {
     ),
   );
   console.log(`\n${markdown}\n\nresults: ${path.relative(root, file)}`);
-  if (results.some((r) => r.oversell || !r.conserved)) process.exitCode = 1;
+  if (results.some((r) => r.oversell || !r.conserved) || sellOuts.some((s) => !s.ok)) process.exitCode = 1;
 }
 
 main().catch((err) => {

@@ -5,9 +5,8 @@
 // same machine. Bodies: the orders benchmark's one-line body and a 3-line cart.
 //
 // Environment (defaults in brackets): BENCH_CALLS [100000] per round and mode, BENCH_ROUNDS [5].
-// Results: bench/results/validation-<timestamp>.json (machine, every round, medians, `ratios`).
+// Results: bench/results/validation-<timestamp>.json (`run`: commit and machine; every round, medians, `ratios`).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { ValidationError } from '../lib/errors';
 import { validateInput } from '../lib/http/validate';
@@ -15,7 +14,9 @@ import { createOrderBody } from '../lib/orders/order-schemas';
 import { median } from './lib/books';
 import { address } from './lib/order-world';
 import { ROOT } from './lib/processes';
+import { startRunInfo } from './lib/run-info';
 
+const runInfo = startRunInfo();
 const CALLS = Number(process.env.BENCH_CALLS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
@@ -107,12 +108,7 @@ const result = {
   benchmark: 'validation',
   when: new Date().toISOString(),
   settings: { calls: CALLS, rounds: ROUNDS },
-  machine: {
-    cpus: os.cpus().length,
-    model: os.cpus()[0]?.model,
-    loadavg: os.loadavg(),
-    node: process.version,
-  },
+  run: runInfo.finish(),
   runs,
   medians,
   ratios,

@@ -1,6 +1,7 @@
 // Shared by the order benchmarks: the world they order in, inserted straight into the database: one seller, one
 // buyer per connection (tokens signed with the service's own signer), one hot product and `spreadProducts`
-// more, each with a stock no run can exhaust (every order should succeed), and the address they ship to.
+// more, each with a stock no run can exhaust (every order should succeed), and the address they ship to. The
+// seller's token lets a sell-out phase set a stock the way a seller does (bench/lib/sell-out.ts).
 import type { Knex } from 'knex';
 import type { TokenService } from '../../lib/auth/tokens';
 
@@ -17,6 +18,8 @@ export const address = {
 export interface OrderWorld {
   /** One access token per buyer. */
   tokens: string[];
+  /** The one seller of every product, and an access token of theirs. */
+  seller: { id: number; token: string };
   hot: number;
   spread: number[];
   /** Every product's initial stock (the books check compares against it). */
@@ -74,6 +77,10 @@ export async function seedOrderWorld(
   const ids = ((await db('products').orderBy('id').select('id')) as Array<{ id: number }>).map((r) => r.id);
   return {
     tokens: buyers.map(({ id }) => options.signer.signAccessToken({ id, role: 'BUYER', tokenVersion: 0 })),
+    seller: {
+      id: seller.id,
+      token: options.signer.signAccessToken({ id: seller.id, role: 'SELLER', tokenVersion: 0 }),
+    },
     hot: ids[0],
     spread: ids.slice(1),
     initial: new Map(ids.map((id) => [id, BIG_STOCK])),
