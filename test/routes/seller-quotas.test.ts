@@ -3,6 +3,7 @@
 // pruner gives back what a stopped process left: a deleted product's image rows, and files no row names.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
@@ -202,4 +203,39 @@ test('image files no row names (a process stopped between a commit and its file 
   t.is(served.status, 200);
   t.is((await app.bundle.services.pruner.pruneOnce()).orphanImageFiles, 0);
   t.regex(app.logs.text, /Removed 1 image file\(s\) that no image row names/);
+});
+
+test("an UPLOAD_DIR shared with another database: that database's pass removes none of this one's files", async (t) => {
+  const uploads = fs.mkdtempSync(path.join(os.tmpdir(), 'mkt-shared-uploads-'));
+  t.teardown(() => fs.rmSync(uploads, { recursive: true, force: true }));
+  const ours = await startTestApp({ logLevel: 'info', env: { UPLOAD_DIR: uploads } });
+  t.teardown(() => ours.close());
+  const other = await startTestApp({ logLevel: 'info', env: { UPLOAD_DIR: uploads } });
+  t.teardown(() => other.close());
+  const seller = await createMember(ours, 'SELLER');
+  const productId = await createProduct(ours, seller.id);
+  t.is(
+    (await upload(ours, productId, seller.token, [{ name: 'a.png', data: imageBytes('png') }])).status,
+    201,
+  );
+  const dir = productDir(ours, productId);
+  const [stored] = filesUnder(dir);
+  const old = new Date(Date.now() - 2 * 3600_000);
+  fs.utimesSync(path.join(dir, stored), old, old);
+
+  t.is((await ours.bundle.services.pruner.pruneOnce()).orphanImageFiles, 0); // claims the directory
+  t.is((await other.bundle.services.pruner.pruneOnce()).orphanImageFiles, 0);
+  t.deepEqual(filesUnder(dir), [stored], 'the other database has no row for it, and leaves it');
+  t.regex(
+    other.logs.text,
+    /holds the images of another database .*image files without a row are not removed here/,
+  );
+  t.is((await other.bundle.services.pruner.pruneOnce()).orphanImageFiles, 0);
+  t.is(other.logs.text.match(/holds the images of another database/g)?.length, 1, 'said once');
+  // Its own orphans still go.
+  const orphan = `${crypto.randomUUID()}.png`;
+  fs.writeFileSync(path.join(dir, orphan), imageBytes('png'));
+  fs.utimesSync(path.join(dir, orphan), old, old);
+  t.is((await ours.bundle.services.pruner.pruneOnce()).orphanImageFiles, 1);
+  t.deepEqual(filesUnder(dir), [stored]);
 });
