@@ -7,7 +7,13 @@
 // trigrams that differ in bytes yet compare equal once lowered (its only foldings are case and, in PAD SPACE
 // collations, trailing spaces, which two 3-character strings cannot differ by alone).
 // SQLite's FTS5 index was never affected.
+// Not one transaction (MySQL commits at every trigger DDL anyway): each batch of the rebuild is its own, and
+// products written meanwhile by an instance still running are covered: between the old triggers' drop and the
+// new ones' creation a product got no trigrams at all, so such products are rebuilt too, and a rename's trigger
+// racing a batch only ever writes the rows the batch writes (INSERT IGNORE).
 import type { Knex } from 'knex';
+
+export const config = { transaction: false };
 
 const isMysql = (knex: Knex) => knex.client.config.client === 'mysql2';
 
@@ -42,8 +48,10 @@ async function createTriggers(knex: Knex, binary: boolean): Promise<void> {
 export async function up(knex: Knex): Promise<void> {
   if (!isMysql(knex)) return;
   await createTriggers(knex, true);
-  // Names with a multi-byte character (anything beyond ASCII) or a control character, re-indexed in batches.
-  const affected = "(LENGTH(name) <> CHAR_LENGTH(name) OR name REGEXP '[[:cntrl:]]')";
+  // Names with a multi-byte character (anything beyond ASCII) or a control character, and names without a
+  // trigram (written while no trigger was there), re-indexed in batches.
+  const affected = `(LENGTH(name) <> CHAR_LENGTH(name) OR name REGEXP '[[:cntrl:]]'
+    OR NOT EXISTS (SELECT 1 FROM product_name_trigrams t WHERE t.product_id = products.id))`;
   for (let after = 0; ;) {
     const ids = (
       await knex('products').whereRaw(affected).where('id', '>', after).orderBy('id').limit(1000).select('id')
@@ -52,7 +60,7 @@ export async function up(knex: Knex): Promise<void> {
     await knex.transaction(async (trx) => {
       await trx('product_name_trigrams').whereIn('product_id', ids).delete();
       await trx.raw(
-        `INSERT INTO product_name_trigrams (trigram, product_id)
+        `INSERT IGNORE INTO product_name_trigrams (trigram, product_id)
          SELECT DISTINCT ${trigram('pr', true)}, pr.id
            FROM products pr JOIN product_name_trigram_positions p ON p.n <= CHAR_LENGTH(LOWER(pr.name)) - 2
           WHERE pr.id IN (${ids.map(() => '?').join(', ')})`,

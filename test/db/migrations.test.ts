@@ -137,10 +137,14 @@ test.serial(
       // The old triggers' DISTINCT, in the column's collation, kept one of "afé" and "afe".
       t.is((await trigrams(cafe)).filter((g) => g === 'afé' || g === 'afe').length, 1);
       const plainBefore = await trigrams(plain);
+      // One written while no trigger was there (between the old triggers' drop and the new ones' creation).
+      const [unindexed] = await db('products').insert(product('window lamp'));
+      await db('product_name_trigrams').where('product_id', unindexed).delete();
 
       await db.migrate.up();
       t.deepEqual(await trigrams(cafe), [' ca', 'afe', 'afé', 'caf', 'fé ', 'é c']);
       t.deepEqual(await trigrams(plain), plainBefore);
+      t.deepEqual(await trigrams(unindexed), [' la', 'amp', 'dow', 'ind', 'lam', 'ndo', 'ow ', 'w l', 'win']);
       // New writes keep both too.
       const [again] = await db('products').insert(product('Café cafe'));
       t.deepEqual(await trigrams(again), await trigrams(cafe));
