@@ -47,43 +47,7 @@ export async function whileMigrating<T>(db: Db, work: () => Promise<T>): Promise
 
 /** Applies the pending migrations holding the mark: [batch, names applied]. The only way this project migrates. */
 export function migrateLatest(db: Db): Promise<[number, string[]]> {
-  return whileMigrating(db, async () => {
-    await ensureUtf8mb4(db);
-    return db.migrate.latest();
-  });
-}
-
-/** A database's tables must take any character a client sends: a JSON string is Unicode, emoji included. */
-export class DatabaseCharsetError extends Error {
-  constructor(tables: string[]) {
-    super(
-      `Tables ${tables.join(', ')} are not utf8mb4, so names beyond their character set (emoji, CJK) cannot be ` +
-        'stored: run the service on a database created with CHARACTER SET utf8mb4, or convert these tables',
-    );
-    this.name = 'DatabaseCharsetError';
-  }
-}
-
-/**
- * MySQL/MariaDB: the migrations create tables in the database's default character set, so a database created
- * latin1 (an older server's default) or utf8mb3 would answer 500 to a name in Chinese or an emoji. An empty
- * one's default is switched to utf8mb4 before the first table; tables already in another set are refused
- * with what to do (converting them is the operator's call: it rewrites every row).
- */
-async function ensureUtf8mb4(db: Db): Promise<void> {
-  if (!dialect.isMysql(db)) return;
-  const [tables] = (await db.raw(
-    `SELECT TABLE_NAME AS name FROM information_schema.TABLES
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' AND TABLE_COLLATION NOT LIKE 'utf8mb4%'
-      ORDER BY TABLE_NAME`,
-  )) as unknown as [Array<{ name: string }>];
-  if (tables.length > 0) throw new DatabaseCharsetError(tables.map((table) => table.name));
-  const [[current]] = (await db.raw('SELECT @@character_set_database AS charset')) as unknown as [
-    Array<{ charset: string }>,
-  ];
-  if (current.charset !== 'utf8mb4') {
-    await db.raw('ALTER DATABASE CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci');
-  }
+  return whileMigrating(db, () => db.migrate.latest());
 }
 
 /** Undoes the last batch (or every batch) holding the mark: [batch, names reverted]. */
