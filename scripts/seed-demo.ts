@@ -75,18 +75,28 @@ function prng(seed: number): () => number {
   };
 }
 
-async function ensureSellers(db: Db, count: number, password: string, cost: number): Promise<number[]> {
-  const emails = Array.from({ length: count }, (_, i) => `demo-seller-${i + 1}@marketplace.test`);
-  // An address taken by someone else's account (a buyer who signed up with it) is never handed products: the
-  // whole run is refused before anything is written, as the base seed refuses its own addresses.
+const demoSellerEmails = (count: number) =>
+  Array.from({ length: count }, (_, i) => `demo-seller-${i + 1}@marketplace.test`);
+
+/**
+ * An address taken by someone else's account (a buyer who signed up with it) is never handed products: the whole
+ * run is refused before anything is written (the script checks before the base seed too), as the base seed
+ * refuses its own addresses.
+ */
+export async function assertDemoSellerAddressesFree(db: Db, count: number): Promise<void> {
   const taken = await db('members')
-    .whereIn('email', emails)
+    .whereIn('email', demoSellerEmails(count))
     .whereNot('role', 'SELLER')
     .select('email', 'role');
   if (taken.length > 0) {
     const { email, role } = taken[0];
     throw new Error(`The demo seller address ${email} belongs to a ${role} account: no products were added`);
   }
+}
+
+async function ensureSellers(db: Db, count: number, password: string, cost: number): Promise<number[]> {
+  const emails = demoSellerEmails(count);
+  await assertDemoSellerAddressesFree(db, count);
   const passwordHash = await hashPassword(password, cost);
   const ids: number[] = [];
   const now = new Date();
@@ -212,6 +222,7 @@ async function main(): Promise<void> {
   const db = createDb(config.database);
   try {
     await migrateLatest(db);
+    await assertDemoSellerAddressesFree(db, args.sellers);
     await seedDemo(db, config);
     const started = Date.now();
     const inserted = await seedCatalog(db, {

@@ -123,6 +123,46 @@ test('a demo seller address held by a buyer is refused before anything is writte
   t.is(Number((await sellers())?.n), sellersBefore, 'no demo seller was created either');
 });
 
+test('npm run seed:demo with a demo seller address held by a buyer: exit 1 before the base seed, nothing written', async (t) => {
+  const database = await createTestDatabase();
+  const db = createDb(testConfig(database.env).database);
+  try {
+    await db.migrate.latest();
+    const at = new Date();
+    await db('members').insert({
+      email: 'demo-seller-2@marketplace.test',
+      password_hash: 'x',
+      name: 'Not a seller',
+      phone: '010-1234-5678',
+      role: 'BUYER',
+      created_at: at,
+      updated_at: at,
+    });
+    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/seed-demo.ts', '--products', '10', '--sellers', '3'],
+        {
+          cwd: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'),
+          env: { ...process.env, ...database.env, NODE_ENV: 'development' },
+        },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      );
+    });
+    t.is(result.code, 1, result.output);
+    t.regex(
+      result.output,
+      /The demo seller address demo-seller-2@marketplace\.test belongs to a BUYER account: no products were added/,
+    );
+    t.is(Number((await db('products').count({ n: '*' }).first())?.n), 0, 'not even the base seed ran');
+    t.is(Number((await db('members').count({ n: '*' }).first())?.n), 1);
+  } finally {
+    await db.destroy();
+    await database.drop();
+  }
+});
+
 test('the progress bar prints one line per 10% when stderr is not a terminal', (t) => {
   const out: string[] = [];
   const bar = progressBar('rows', {
