@@ -211,7 +211,7 @@ export const cursorProductsQuery = withPriceRange(
       .meta({
         description:
           'nextCursor of the previous page; omit for the first page. Standard Base64 of the same text is ' +
-          'accepted too (padded or not); anything else, a space included, is 400 INVALID_CURSOR.',
+          'accepted too (padded or not); surrounding spaces are ignored; anything else, a space inside included, is 400 INVALID_CURSOR.',
       }),
   }),
 );
