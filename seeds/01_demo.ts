@@ -1,6 +1,7 @@
 // Idempotent demo data: the three demo accounts of API.md, a small category tree and a few products of
-// the demo seller. Inserts only what is missing, so running it twice changes nothing, also when several
-// instances seed on start at the same moment (on MySQL/MariaDB they take turns).
+// the demo seller. Inserts only what is missing (the catalogue only once per database: seed_marks), so running it
+// twice changes nothing, also when several instances seed on start at the same moment (on MySQL/MariaDB they
+// take turns).
 import type { Knex } from 'knex';
 import { DEFAULT_SEED_PASSWORDS, loadConfig, type Config } from '../lib/config';
 import { hashPassword } from '../lib/auth/passwords';
@@ -31,6 +32,9 @@ const DEMO_PRODUCTS = [
   { category: 'Kitchen', name: 'Demo Kettle', price: '39.90', stock: 75 },
   { category: 'Books', name: 'Demo Novel', price: '12.00', stock: 200 },
 ];
+
+/** seed_marks' row for the demo catalogue (categories and products). */
+const CATALOG_MARK = 'demo-catalog';
 
 /** The SQLite seeds of this process, one after another (see seedDemo). */
 let sqliteSeedTurn: Promise<void> = Promise.resolve();
@@ -106,6 +110,10 @@ async function writeDemo(knex: Knex, config: Config): Promise<void> {
     ids[account.key] = id;
   }
 
+  // The catalogue is written once per database (the accounts above whenever one is missing, so the README's demo
+  // logins keep working): later renames and deletes of demo categories and products stand. A database seeded
+  // before the mark existed gets what is missing by name once more, then the mark.
+  if (await knex('seed_marks').where({ name: CATALOG_MARK }).first('name')) return;
   const categoryIds: Record<string, number> = {};
   const ensureCategory = async (name: string, parentId: number | null, displayOrder: number) => {
     const key = { name_key: name.toLowerCase(), parent_key: parentId ?? 0 };
@@ -143,4 +151,5 @@ async function writeDemo(knex: Knex, config: Config): Promise<void> {
       updated_at: now,
     });
   }
+  await knex('seed_marks').insert({ name: CATALOG_MARK, applied_at: now });
 }

@@ -48,6 +48,25 @@ test.serial('the seed creates the demo accounts, categories and products, and is
   }
 });
 
+test.serial(
+  'the demo catalogue is written once: a renamed demo product or category stays renamed',
+  async (t) => {
+    const config = testConfig(database.env);
+    const db = createDb(config.database);
+    try {
+      const before = await counts(db);
+      await db('products').where({ name: 'Demo Phone X' }).update({ name: 'My own phone' });
+      await db('categories').where({ name: 'Books' }).update({ name: 'Novels', name_key: 'novels' });
+      await seedDemo(db, config);
+      t.deepEqual(await counts(db), before);
+      t.is(await db('products').where({ name: 'Demo Phone X' }).first('id'), undefined);
+      t.is(await db('categories').where({ name: 'Books' }).first('id'), undefined);
+    } finally {
+      await db.destroy();
+    }
+  },
+);
+
 test.serial('seed passwords come from the environment', async (t) => {
   const config = testConfig({ ...database.env, SEED_BUYER_PASSWORD: 'Another-Pass-1' });
   const db = createDb(config.database);
