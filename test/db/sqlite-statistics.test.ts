@@ -5,7 +5,7 @@
 import test from 'ava';
 import { loadConfig } from '../../lib/config';
 import { createDb, type Db } from '../../lib/db';
-import { applyFilters, applySort, parseSort } from '../../lib/products/product-repository';
+import { applyCursor, applyFilters, applySort, parseSort } from '../../lib/products/product-repository';
 import { seedDemo } from '../../seeds/01_demo';
 import { seedCatalog } from '../../scripts/seed-demo';
 import { createTestDatabase, type TestDatabase } from '../helpers/harness';
@@ -57,6 +57,48 @@ test('a new SQLite connection has statistics for products, and the plain lists w
       parseSort('createdAt,desc'),
     ).limit(20);
     t.is(page.length, 20);
+  } finally {
+    await db.destroy();
+  }
+});
+
+test('a deep cursor page walks the createdAt index from the cursor: no temp B-tree sort of the rows after it', async (t) => {
+  const db = createDb(configOf(database.dataDir).database);
+  try {
+    // The 2,500th newest visible product of ~3,000: a deep page.
+    const [at] = (await db('products')
+      .whereIn('status', ['ON_SALE', 'SOLD_OUT'])
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .offset(2_500)
+      .limit(1)
+      .select('created_at', 'id')) as Array<{ created_at: Date; id: number }>;
+    const query = applySort(
+      applyCursor(applyFilters(db, db('products').select('*'), null, {}), {
+        createdAt: new Date(at.created_at),
+        id: Number(at.id),
+      }),
+      parseSort('createdAt,desc'),
+    )
+      .limit(21)
+      .toSQL();
+    const rows = (await db.raw(`EXPLAIN QUERY PLAN ${query.sql}`, query.bindings as never)) as Array<{
+      detail: string;
+    }>;
+    const details = rows.map((row) => row.detail);
+    // Before: MULTI-INDEX OR over products_status_created_index, then USE TEMP B-TREE FOR ORDER BY.
+    t.false(
+      details.some((d) => /TEMP B-TREE|MULTI-INDEX OR/.test(d)),
+      details.join(' | '),
+    );
+    t.true(
+      details.some((d) =>
+        /^SEARCH products USING (COVERING )?INDEX products_created\w* \(created_at<\?\)$/.test(d),
+      ),
+      details.join(' | '),
+    );
   } finally {
     await db.destroy();
   }
