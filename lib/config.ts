@@ -117,6 +117,7 @@ const envSchema = yup.object({
   AUTH_MEMBER_CACHE_SECONDS: int(1, 60).default(30),
   PRODUCT_LIST_CACHE_ENTRIES: int(0, 100_000).default(1_000),
   PRUNE_INTERVAL_SECONDS: int(1, 86_400).default(600),
+  PRUNE_ORPHAN_IMAGE_FILES: bool().default(false),
   // The first pruning pass and expiry sweep after start: at a random moment within this many seconds, or `off`.
   MAINTENANCE_FIRST_PASS_SECONDS: yup
     .string()
@@ -231,6 +232,11 @@ export interface Config {
   productListCacheEntries: number;
   /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
   pruneIntervalSeconds: number;
+  /**
+   * Whether the pruner removes image files that no image row names (over an hour old). Off unless UPLOAD_DIR is
+   * this database's alone: another database's files there have no row here either.
+   */
+  pruneOrphanImageFiles: boolean;
   /**
    * The first pruning pass and the first expiry sweep run at a random moment within this many seconds of start
    * (or of their interval, when that is shorter); null: only after one full interval.
@@ -458,6 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authMemberCacheSeconds: v.AUTH_MEMBER_CACHE_SECONDS,
     productListCacheEntries: v.PRODUCT_LIST_CACHE_ENTRIES,
     pruneIntervalSeconds: v.PRUNE_INTERVAL_SECONDS,
+    pruneOrphanImageFiles: v.PRUNE_ORPHAN_IMAGE_FILES,
     maintenanceFirstPassSeconds:
       v.MAINTENANCE_FIRST_PASS_SECONDS === 'off' ? null : Number(v.MAINTENANCE_FIRST_PASS_SECONDS),
     trustProxy: { enabled: v.TRUST_PROXY, hops: v.TRUST_PROXY_HOPS },

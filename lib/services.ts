@@ -131,7 +131,14 @@ export function createServices(deps: Deps) {
       { name: 'idempotencyKeys', prune: (now, signal) => idempotency.prune(now, signal) },
       { name: 'deliveredOutbox', prune: (now, signal) => pruneDeliveredOutbox(deps.db, now, signal) },
       { name: 'deletedProductImages', prune: (_now, signal) => images.pruneDeletedProducts(signal) },
-      { name: 'orphanImageFiles', prune: (_now, signal) => images.pruneOrphanFiles(signal) },
+      ...(deps.config.pruneOrphanImageFiles
+        ? [
+            {
+              name: 'orphanImageFiles',
+              prune: (_now: Date, signal?: AbortSignal) => images.pruneOrphanFiles(signal),
+            },
+          ]
+        : []),
     ],
   });
   let leaveEvents: (() => void) | undefined;

@@ -1,6 +1,5 @@
 // The SQL of the images area (Objection models; the locking statements through the query builder).
-import path from 'node:path';
-import { affectedRows, dialect, type Db, type Trx } from '../db';
+import { affectedRows, type Db, type Trx } from '../db';
 import { Product, ProductImage } from '../products/product-model';
 
 export type ProductOwnership = Pick<Product, 'sellerId' | 'status'>;
@@ -99,21 +98,6 @@ export function createImageRepository(db: Db) {
         .distinct('product_images.product_id as productId')
         .limit(limit)) as Array<{ productId: number }>;
       return rows.map((row) => Number(row.productId));
-    },
-
-    /**
-     * Which database this is, as the database itself says (not as a client's URL spells it): MySQL/MariaDB's
-     * server host name, port and schema; SQLite's file.
-     */
-    async databaseIdentity(): Promise<string> {
-      if (dialect.isMysql(db)) {
-        const [[row]] = (await db.raw(
-          'SELECT @@hostname AS host, @@port AS port, DATABASE() AS name',
-        )) as unknown as [Array<{ host: string; port: number; name: string }>];
-        return `mysql://${row.host}:${row.port}/${row.name}`;
-      }
-      const { filename } = db.client.config.connection as { filename: string };
-      return `sqlite:${path.resolve(filename)}`;
     },
 
     /** The stored file names the image rows of these products name, as `<productId>/<file name>`. */

@@ -50,8 +50,6 @@ export function toImageJson(image: ProductImage): ImageJson {
 
 /** A stored file without its row is left this long: an upload moves its files before its commit. */
 export const ORPHAN_FILE_MIN_AGE_MS = 60 * 60 * 1000;
-/** In UPLOAD_DIR/products: which database's images the directory holds (see uploadsAreOurs). */
-const DATABASE_MARKER = '.database';
 /** Product directories read per batch of the orphan pass (one query for their rows). */
 const ORPHAN_SCAN_BATCH = 200;
 
@@ -140,33 +138,6 @@ export function createImageService({ config, db, logger, events, quotas }: Image
     if (names.length > 0)
       log.info({ productId, count: names.length }, `Removed the images of deleted product ${productId}`);
     return names.length;
-  }
-
-  let warnedForeignUploads = false;
-  /**
-   * Whether UPLOAD_DIR's product files belong to this database. A file without a row is an orphan only in the
-   * database that stored it: an instance on another database sharing the directory (DATA_DIR defaults to ./var
-   * for SQLite and MySQL alike; a staging instance on production's volume) has no rows for it, and product
-   * ids overlap. The first pass writes the database's identity into `products/.database`; a pass of any other
-   * database then removes nothing and says why, once.
-   */
-  async function uploadsAreOurs(): Promise<boolean> {
-    const identity = await repository.databaseIdentity();
-    const marker = path.join(productsDir, DATABASE_MARKER);
-    await fs.mkdir(productsDir, { recursive: true });
-    await fs.writeFile(marker, `${identity}\n`, { flag: 'wx' }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-    });
-    const owner = (await fs.readFile(marker, 'utf8')).trim();
-    if (owner === identity) return true;
-    if (!warnedForeignUploads) {
-      warnedForeignUploads = true;
-      log.warn(
-        `${productsDir} holds the images of another database (${owner}, from ${DATABASE_MARKER}), not of ` +
-          `${identity}: image files without a row are not removed here. Give each database its own UPLOAD_DIR`,
-      );
-    }
-    return false;
   }
 
   return {
@@ -323,13 +294,14 @@ export function createImageService({ config, db, logger, events, quotas }: Image
      * The pruner's pass over the disk: stored files that no image row names and that are older than
      * `minAgeMs`. They are what a process that stopped left behind: between a purge's or a delete's commit and
      * its file removal, or between an upload's file move and its commit. They are never served (openFile asks for
-     * the row) and count in no quota (rows do), so they only take disk. Younger files may belong to an upload
+     * the row) and count in no quota (rows do), so they only take disk. Only where UPLOAD_DIR is this database's
+     * alone (PRUNE_ORPHAN_IMAGE_FILES): another database's files there have no row here either, and product ids
+     * overlap. Younger files may belong to an upload
      * in flight, here or in another process sharing UPLOAD_DIR (moved before its commit), so they stay; the
      * files are listed before the rows are read, so a row committed meanwhile is seen. Returns how many files
      * went; no further batch once `signal` is aborted.
      */
     async pruneOrphanFiles(signal?: AbortSignal, minAgeMs = ORPHAN_FILE_MIN_AGE_MS): Promise<number> {
-      if (!(await uploadsAreOurs())) return 0;
       const productIds = (await fs.readdir(productsDir).catch(() => [] as string[]))
         .filter((entry) => /^[1-9][0-9]{0,9}$/.test(entry))
         .map(Number);
