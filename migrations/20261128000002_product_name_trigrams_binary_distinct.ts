@@ -7,13 +7,12 @@
 // trigrams that differ in bytes yet compare equal once lowered (its only foldings are case and, in PAD SPACE
 // collations, trailing spaces, which two 3-character strings cannot differ by alone).
 // SQLite's FTS5 index was never affected.
-// Not one transaction (MySQL commits at every trigger DDL anyway): each batch of the rebuild is its own, and
-// products written meanwhile by an instance still running are covered: between the old triggers' drop and the
-// new ones' creation a product got no trigrams at all, so such products are rebuilt too, and a rename's trigger
-// racing a batch only ever writes the rows the batch writes (INSERT IGNORE).
+// The trigger DDL commits implicitly (MySQL), so the rebuild's statements after it run each on its own, in
+// autocommit: a product's rows are missing only between its batch's DELETE and INSERT. Products written meanwhile
+// by an instance still running are covered: between the old triggers' drop and the new ones' creation a product
+// got no trigrams at all, so such products are rebuilt too, and a rename's trigger racing a batch only ever writes
+// rows the batch writes (duplicates are skipped, nothing else is).
 import type { Knex } from 'knex';
-
-export const config = { transaction: false };
 
 const isMysql = (knex: Knex) => knex.client.config.client === 'mysql2';
 
@@ -57,16 +56,15 @@ export async function up(knex: Knex): Promise<void> {
       await knex('products').whereRaw(affected).where('id', '>', after).orderBy('id').limit(1000).select('id')
     ).map((row: { id: number }) => Number(row.id));
     if (ids.length === 0) return;
-    await knex.transaction(async (trx) => {
-      await trx('product_name_trigrams').whereIn('product_id', ids).delete();
-      await trx.raw(
-        `INSERT IGNORE INTO product_name_trigrams (trigram, product_id)
-         SELECT DISTINCT ${trigram('pr', true)}, pr.id
-           FROM products pr JOIN product_name_trigram_positions p ON p.n <= CHAR_LENGTH(LOWER(pr.name)) - 2
-          WHERE pr.id IN (${ids.map(() => '?').join(', ')})`,
-        ids,
-      );
-    });
+    await knex('product_name_trigrams').whereIn('product_id', ids).delete();
+    await knex.raw(
+      `INSERT INTO product_name_trigrams (trigram, product_id)
+       SELECT DISTINCT ${trigram('pr', true)}, pr.id
+         FROM products pr JOIN product_name_trigram_positions p ON p.n <= CHAR_LENGTH(LOWER(pr.name)) - 2
+        WHERE pr.id IN (${ids.map(() => '?').join(', ')})
+       ON DUPLICATE KEY UPDATE product_id = product_name_trigrams.product_id`,
+      ids,
+    );
     after = ids[ids.length - 1];
   }
 }
