@@ -151,5 +151,6 @@ async function writeDemo(knex: Knex, config: Config): Promise<void> {
       updated_at: now,
     });
   }
-  await knex('seed_marks').insert({ name: CATALOG_MARK, applied_at: now });
+  // Another process seeding the same SQLite file at once (its turns are per process) may have marked it first.
+  await knex('seed_marks').insert({ name: CATALOG_MARK, applied_at: now }).onConflict('name').ignore();
 }
