@@ -109,11 +109,15 @@ export function applyCursor(
   q: Knex.QueryBuilder,
   position: { createdAt: Date; id: number },
 ): Knex.QueryBuilder {
-  return q.where('created_at', '<=', position.createdAt).where((w) =>
-    w
-      .where('created_at', '<', position.createdAt)
-      .orWhere((same) => same.where('created_at', '=', position.createdAt).andWhere('id', '<', position.id)),
-  );
+  return q
+    .where('created_at', '<=', position.createdAt)
+    .where((w) =>
+      w
+        .where('created_at', '<', position.createdAt)
+        .orWhere((same) =>
+          same.where('created_at', '=', position.createdAt).andWhere('id', '<', position.id),
+        ),
+    );
 }
 
 export type SortOrder = ReturnType<typeof parseSort>;
