@@ -100,13 +100,13 @@ async function ensureSellers(db: Db, count: number, password: string, cost: numb
   const passwordHash = await hashPassword(password, cost);
   const ids: number[] = [];
   const now = new Date();
-  for (const email of emails) {
+  for (const [index, email] of emails.entries()) {
     const existing = await db('members').where({ email }).first('id');
     if (existing) {
       ids.push(Number(existing.id));
       continue;
     }
-    const i = ids.length + 1;
+    const i = index + 1;
     const [id] = await db('members').insert({
       email,
       password_hash: passwordHash,

@@ -296,10 +296,9 @@ export function createImageService({ config, db, logger, events, quotas }: Image
      * its file removal, or between an upload's file move and its commit. They are never served (openFile asks for
      * the row) and count in no quota (rows do), so they only take disk. Only where UPLOAD_DIR is this database's
      * alone (PRUNE_ORPHAN_IMAGE_FILES): another database's files there have no row here either, and product ids
-     * overlap. Younger files may belong to an upload
-     * in flight, here or in another process sharing UPLOAD_DIR (moved before its commit), so they stay; the
-     * files are listed before the rows are read, so a row committed meanwhile is seen. Returns how many files
-     * went; no further batch once `signal` is aborted.
+     * overlap. Younger files may belong to an upload in flight, here or in another process sharing UPLOAD_DIR
+     * (moved before its commit), so they stay; the files are listed before the rows are read, so a row committed
+     * meanwhile is seen. Returns how many files went; no further batch once `signal` is aborted.
      */
     async pruneOrphanFiles(signal?: AbortSignal, minAgeMs = ORPHAN_FILE_MIN_AGE_MS): Promise<number> {
       const productIds = (await fs.readdir(productsDir).catch(() => [] as string[]))
