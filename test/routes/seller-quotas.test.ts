@@ -205,6 +205,35 @@ test('image files no row names (a process stopped between a commit and its file 
   t.regex(app.logs.text, /Removed 1 image file\(s\) that no image row names/);
 });
 
+test('the orphan pass aborted during its first batch of 200 directories ends after it: the rest is for the next pass', async (t) => {
+  const app = await startTestApp({ env: { PRUNE_ORPHAN_IMAGE_FILES: 'true' } });
+  t.teardown(() => app.close());
+  const old = new Date(Date.now() - 2 * 3600_000);
+  // 201 product directories, each with one old file no row names (product ids no product has: none has a row).
+  const ids = Array.from({ length: 201 }, (_, index) => 900_000 + index);
+  for (const id of ids) {
+    fs.mkdirSync(productDir(app, id), { recursive: true });
+    const file = path.join(productDir(app, id), `${crypto.randomUUID()}.png`);
+    fs.writeFileSync(file, imageBytes('png'));
+    fs.utimesSync(file, old, old);
+  }
+  const images = app.bundle.services.images;
+  // A signal that turns aborted once the pass has looked at it (before its first batch): stop() called while
+  // the first batch is under way.
+  let looked = 0;
+  const abortedDuringFirstBatch = {
+    get aborted() {
+      return looked++ > 0;
+    },
+  } as AbortSignal;
+  t.is(await images.pruneOrphanFiles(abortedDuringFirstBatch), 200);
+  const left = ids.filter((id) => filesUnder(productDir(app, id)).length > 0);
+  t.is(left.length, 1);
+  t.is(await images.pruneOrphanFiles(AbortSignal.abort()), 0, 'an aborted signal starts no batch');
+  t.is(await images.pruneOrphanFiles(), 1, 'the next pass takes the rest');
+  t.true(ids.every((id) => filesUnder(productDir(app, id)).length === 0));
+});
+
 test("without PRUNE_ORPHAN_IMAGE_FILES no file without a row is removed: UPLOAD_DIR may hold another database's images", async (t) => {
   const uploads = fs.mkdtempSync(path.join(os.tmpdir(), 'mkt-shared-uploads-'));
   t.teardown(() => fs.rmSync(uploads, { recursive: true, force: true }));
