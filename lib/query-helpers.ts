@@ -58,6 +58,33 @@ export function likeContains(keyword: string): string {
 }
 
 /**
+ * The one "contains, case ignored" rule of every search (product names, the admin's member list): `column`, lowered,
+ * contains `keyword`, lowered; `%` and `_` match themselves. On MySQL the database lowers both (full Unicode) and
+ * the comparison is forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding
+ * "café") and treat every emoji as equal. SQLite compares bytes, but its LOWER() folds ASCII only, so the keyword is
+ * tried lowered both ways: here in full Unicode (a lower-case "café noir" is found by "CAFÉ") and as SQLite lowers
+ * the column (an upper-case "ÄRGER Box" is found by "ÄRGER" or "Ärger", not by "ärger"). Wrapped in one group.
+ */
+export function whereContainsIgnoringCase(
+  q: Knex.QueryBuilder,
+  column: string,
+  keyword: string,
+  mysql: boolean,
+): Knex.QueryBuilder {
+  if (mysql) {
+    return q.whereRaw(`LOWER(??) LIKE LOWER(?) COLLATE utf8mb4_bin ESCAPE '!'`, [
+      column,
+      likeContains(keyword),
+    ]);
+  }
+  return q.where((either) =>
+    either
+      .whereRaw(`LOWER(??) LIKE ? ESCAPE '!'`, [column, likeContains(keyword.toLowerCase())])
+      .orWhereRaw(`LOWER(??) LIKE LOWER(?) ESCAPE '!'`, [column, likeContains(keyword)]),
+  );
+}
+
+/**
  * Deletes the rows of `table` that `where` selects, `batch` ids at a time (no long lock on a big table);
  * returns how many were deleted. Used by the scheduled pruning. Once `signal` is aborted no further batch
  * starts (the rest is left for a later pass).

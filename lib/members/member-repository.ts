@@ -1,7 +1,13 @@
 // The SQL of the members area: single members through the Objection model, the admin's list through the
 // query builder (one page and its count).
-import type { Db, Trx } from '../db';
-import { fetchPage, likeContains, mapPage, type PageRequest, type PageSlice } from '../query-helpers';
+import { dialect, type Db, type Trx } from '../db';
+import {
+  fetchPage,
+  mapPage,
+  whereContainsIgnoringCase,
+  type PageRequest,
+  type PageSlice,
+} from '../query-helpers';
 import { Member } from './member-model';
 
 export interface MemberListFilter {
@@ -50,11 +56,12 @@ export function createMemberRepository(db: Db) {
       );
       if (filter.role) q.where('role', filter.role);
       if (filter.keyword) {
-        const pattern = likeContains(filter.keyword.toLowerCase());
-        q.where((w) =>
-          w
-            .whereRaw("LOWER(email) LIKE ? ESCAPE '!'", [pattern])
-            .orWhereRaw("LOWER(name) LIKE ? ESCAPE '!'", [pattern]),
+        const { keyword } = filter;
+        const mysql = dialect.isMysql(db);
+        q.where((either) =>
+          either
+            .where((w) => whereContainsIgnoringCase(w, 'email', keyword, mysql))
+            .orWhere((w) => whereContainsIgnoringCase(w, 'name', keyword, mysql)),
         );
       }
       q.orderBy('id', 'desc');

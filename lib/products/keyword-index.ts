@@ -3,7 +3,7 @@
 // triggers keep both in the writer's transaction). The index only narrows the candidates; the exact
 // predicate the search always had stays the final check, so the index cannot change a result.
 import type { Knex } from 'knex';
-import { likeContains } from '../query-helpers';
+import { whereContainsIgnoringCase } from '../query-helpers';
 
 /** Trigrams need 3 characters; shorter keywords keep the plain scan (README, Catalog: Search). */
 export const MIN_INDEXED_KEYWORD_LENGTH = 3;
@@ -36,12 +36,8 @@ function ftsPhrase(keyword: string): string {
 }
 
 /**
- * Adds the keyword predicate to a products query: the name, lowered, contains the keyword, lowered; `%` and `_`
- * match themselves (escaped with `!`). On MySQL the database lowers both (full Unicode), and the comparison is
- * forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding "café") and treat
- * every emoji as equal. SQLite compares bytes, but its LOWER() folds ASCII only, so the keyword is tried lowered
- * both ways: here in full Unicode (a lower-case name, "café noir", is found by "CAFÉ") and as SQLite lowers the
- * name (an upper-case name, "ÄRGER Box", is found by "ÄRGER" or "Ärger"; not by "ärger").
+ * Adds the keyword predicate to a products query: the name contains the keyword, case ignored
+ * (whereContainsIgnoringCase, the rule every search shares), narrowed first by the name index.
  */
 export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boolean): Knex.QueryBuilder {
   const lowered = keyword.toLowerCase();
@@ -74,12 +70,5 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
 
 /** The exact predicate of the keyword filter alone (what decides a match; the index only narrows). */
 export function applyKeywordCheck(q: Knex.QueryBuilder, keyword: string, mysql: boolean): Knex.QueryBuilder {
-  if (mysql) {
-    return q.whereRaw(`LOWER(name) LIKE LOWER(?) COLLATE utf8mb4_bin ESCAPE '!'`, [likeContains(keyword)]);
-  }
-  return q.where((either) =>
-    either
-      .whereRaw(`LOWER(name) LIKE ? ESCAPE '!'`, [likeContains(keyword.toLowerCase())])
-      .orWhereRaw(`LOWER(name) LIKE LOWER(?) ESCAPE '!'`, [likeContains(keyword)]),
-  );
+  return whereContainsIgnoringCase(q, 'name', keyword, mysql);
 }

@@ -333,6 +333,35 @@ test('GET /admin/members: page envelope, newest first, role and keyword filters'
   t.true(sellers.body.content.every((m: any) => m.role === 'SELLER' && m.businessNumber === '111-22-33333'));
 });
 
+test('GET /admin/members: a non-ASCII name is found by its own spelling and by its lower case, as product names are', async (t) => {
+  const admin = await createMember(app, 'ADMIN');
+  const tag = uniq();
+  const upper = await createMember(app, 'BUYER');
+  await app
+    .db('members')
+    .where({ id: upper.id })
+    .update({ name: `ÉMILE Ünal ${tag}` });
+  const lower = await createMember(app, 'BUYER');
+  await app
+    .db('members')
+    .where({ id: lower.id })
+    .update({ name: `café noir ${tag}` });
+  const found = async (keyword: string) => {
+    const res = await app.request('GET', `/api/v1/admin/members?keyword=${encodeURIComponent(keyword)}`, {
+      token: admin.token,
+    });
+    t.is(res.status, 200, keyword);
+    return res.body.content.map((m: any) => m.id);
+  };
+  // Typed as stored, and in mixed case: both databases (SQLite's LOWER() folds ASCII only).
+  t.deepEqual(await found(`ÉMILE Ünal ${tag}`), [upper.id]);
+  t.deepEqual(await found(`Émile Ünal ${tag}`), [upper.id]);
+  t.deepEqual(await found(`CAFÉ NOIR ${tag}`), [lower.id]);
+  t.deepEqual(await found(`café noir ${tag}`), [lower.id]);
+  // Accents are letters of their own, as in the product search (MySQL compares utf8mb4_bin, not the collation).
+  t.deepEqual(await found(`cafe noir ${tag}`), []);
+});
+
 test('GET /admin/members: keyword matches the name too, and % and _ only literally', async (t) => {
   const admin = await createMember(app, 'ADMIN');
   const tag = uniq();
