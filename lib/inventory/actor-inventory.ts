@@ -82,10 +82,13 @@ export function createActorInventory(options: ActorInventoryOptions) {
       // Re-read, never add: the restore's COMMIT is not ordered with the actors' reads (only batches are), so a
       // read may already have seen it, and adding the units would count them twice.
       for (const change of changes) registry.reload(change.productId);
-      await options.announce(
-        changes.map((change) => change.productId),
-        'stock',
-      );
+      // Committed: the cancellation stands whatever the announcement does (as a placement does).
+      await options
+        .announce(
+          changes.map((change) => change.productId),
+          'stock',
+        )
+        .catch((err: unknown) => options.logger.error({ err }, 'Announcing the restored stock failed'));
     },
 
     async changeProduct(productId, write) {

@@ -68,7 +68,10 @@ export interface Inventory {
   place<D, R>(request: StockRequest<D>, writer: StockWriter<D, R>): Promise<R>;
   /** Gives `changes` back inside the caller's transaction (a cancellation); the status follows the stock. */
   restore(trx: Trx, changes: StockChange[], now: Date): Promise<void>;
-  /** After the transaction of `restore` committed: the actors adopt the stock, the catalog hears of it. */
+  /**
+   * After the transaction of `restore` committed: the actors adopt the stock, the catalog hears of it. Never
+   * rejects: a failed announcement is logged, since the cancellation it follows stands.
+   */
   restored(changes: StockChange[]): Promise<void>;
   /**
    * Runs a product write (a seller's stock PATCH, a soft delete) serialised with that product's orders.

@@ -79,11 +79,12 @@ export function createTransactionalInventory({
     restore: (trx, changes, now) => restoreStock(trx, changes, now),
 
     async restored(changes) {
-      // Nothing is cached in this mode; only the catalog needs to hear of it.
+      // Nothing is cached in this mode; only the catalog needs to hear of it. Committed: the cancellation stands
+      // whatever the announcement does (as a placement does).
       await announce(
         changes.map((change) => change.productId),
         'stock',
-      );
+      ).catch((err: unknown) => logger.error({ err }, 'Announcing the restored stock failed'));
     },
 
     changeProduct(_productId, write) {

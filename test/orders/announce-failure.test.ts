@@ -21,30 +21,41 @@ test.after.always(async () => {
 });
 
 for (const mode of ['transactional', 'actor'] as const) {
-  test.serial(`${mode}: a failed announcement after COMMIT still answers the committed order`, async (t) => {
-    const deps = {
-      db: app.db,
-      logger: app.logger,
-      announce: () => Promise.reject(new Error('the bus is down')),
-    };
-    const inventory =
-      mode === 'actor'
-        ? createActorInventory({ ...deps, idleMs: 60_000 })
-        : createTransactionalInventory(deps);
-    try {
-      const { buyer, product } = await world(app);
-      const p = await product({ stockQuantity: 5 });
-      const [order] = await inventory.place(
-        { items: [{ productId: p, quantity: 2 }], details: { buyerId: buyer.id, address } },
-        createOrderWriter(),
-      );
-      t.like(order, { buyerId: buyer.id, status: 'PENDING', items: [{ productId: p, quantity: 2 }] });
-      t.deepEqual(await productRow(app, p), { stock: 3, status: 'ON_SALE', salesCount: 2 });
-      t.true(app.logs.lines.some((line) => line.includes('Announcing the committed stock changes failed')));
-    } finally {
-      await inventory.stop();
-    }
-  });
+  test.serial(
+    `${mode}: a failed announcement after COMMIT still answers the committed order, and a committed cancellation`,
+    async (t) => {
+      const deps = {
+        db: app.db,
+        logger: app.logger,
+        announce: () => Promise.reject(new Error('the bus is down')),
+      };
+      const inventory =
+        mode === 'actor'
+          ? createActorInventory({ ...deps, idleMs: 60_000 })
+          : createTransactionalInventory(deps);
+      try {
+        const { buyer, product } = await world(app);
+        const p = await product({ stockQuantity: 5 });
+        const [order] = await inventory.place(
+          { items: [{ productId: p, quantity: 2 }], details: { buyerId: buyer.id, address } },
+          createOrderWriter(),
+        );
+        t.like(order, { buyerId: buyer.id, status: 'PENDING', items: [{ productId: p, quantity: 2 }] });
+        t.deepEqual(await productRow(app, p), { stock: 3, status: 'ON_SALE', salesCount: 2 });
+        t.true(app.logs.lines.some((line) => line.includes('Announcing the committed stock changes failed')));
+
+        // A cancellation's restore committed: its announcement failing is logged, never the caller's error (the
+        // buyer would be told the cancel failed, and its retry would get 409 ORDER_NOT_CANCELLABLE).
+        const changes = [{ productId: p, quantity: 2 }];
+        await app.db.transaction((trx) => inventory.restore(trx, changes, new Date()));
+        await t.notThrowsAsync(inventory.restored(changes));
+        t.deepEqual(await productRow(app, p), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+        t.true(app.logs.lines.some((line) => line.includes('Announcing the restored stock failed')));
+      } finally {
+        await inventory.stop();
+      }
+    },
+  );
 }
 
 test.serial(
