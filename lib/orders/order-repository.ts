@@ -117,8 +117,9 @@ export interface StatusChange {
 
 export function createOrderRepository(db: Db, logger: Logger) {
   /**
-   * One compare-and-set from `from` to `to`: true when this call made the change. A COMMIT lost on the way is
-   * checked (lib/commit-outcome.ts): applied, it is this call's change; not applied, nothing changed (false, so
+   * One compare-and-set from `from` to `to`: the order as this call's change left it (read in its transaction, so
+   * no later change shows in it), or null when another request changed it first. A COMMIT lost on the way is
+   * checked (lib/commit-outcome.ts): applied, it is this call's change; not applied, nothing changed (null, so
    * the caller reads the order again and decides anew); unknown, 503.
    */
   async function casTransaction(
@@ -126,13 +127,13 @@ export function createOrderRepository(db: Db, logger: Logger) {
     from: OrderStatus,
     to: OrderStatus,
     change: StatusChange,
-  ): Promise<boolean> {
+  ): Promise<OrderJson | null> {
     const { changedBy, notifies, extra } = change;
     const outcome = {
       db,
       logger,
-      committed: (at: Date | null) =>
-        at ? statusChangeExists(db, order.id, to, at) : Promise.resolve(false),
+      committed: (changed: { at: Date; order: OrderJson } | null) =>
+        changed ? statusChangeExists(db, order.id, to, changed.at) : Promise.resolve(false),
       unknown: () =>
         new ServiceUnavailableError(
           `The database connection was lost while the order moved to ${to}; read the order before retrying`,
@@ -140,7 +141,7 @@ export function createOrderRepository(db: Db, logger: Logger) {
         ),
     };
     try {
-      const changedAt = await transactionWithOutcome(outcome, async (trx) => {
+      const changed = await transactionWithOutcome(outcome, async (trx) => {
         const now = new Date();
         const updated = affectedRows(
           await trx('orders').where({ id: order.id, status: from }).update({ status: to, updated_at: now }),
@@ -165,25 +166,30 @@ export function createOrderRepository(db: Db, logger: Logger) {
         if (byBuyer) await history();
         if (notifies.includes('BUYER'))
           await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
-        return now;
+        // The answer is read before the COMMIT, while the row is still locked: read after it, a change that
+        // landed in between (the buyer's cancel after a seller's confirm) would answer the confirm.
+        const [changedOrder] = await loadOrders([order.id], trx);
+        return { at: now, order: changedOrder };
       });
-      return changedAt !== null;
+      return changed?.order ?? null;
     } catch (err) {
-      if (err instanceof CommitNotApplied) return false;
+      if (err instanceof CommitNotApplied) return null;
       throw err;
     }
   }
 
+  /** Orders with their items and history, as API JSON, newest first. */
+  async function loadOrders(ids: number[], trx?: Trx): Promise<OrderJson[]> {
+    if (ids.length === 0) return [];
+    const orders = await Order.query(trx ?? db)
+      .whereIn('id', ids)
+      .withGraphFetched('[items, history]')
+      .orderBy('id', 'desc');
+    return orders.map(orderJson);
+  }
+
   return {
-    /** Orders with their items and history, as API JSON, newest first. */
-    async loadOrders(ids: number[], trx?: Trx): Promise<OrderJson[]> {
-      if (ids.length === 0) return [];
-      const orders = await Order.query(trx ?? db)
-        .whereIn('id', ids)
-        .withGraphFetched('[items, history]')
-        .orderBy('id', 'desc');
-      return orders.map(orderJson);
-    },
+    loadOrders,
 
     async findOrder(orderId: number): Promise<OrderHead | undefined> {
       return db('orders').where('id', orderId).first('id', 'buyer_id', 'status', 'order_number');
@@ -238,15 +244,15 @@ export function createOrderRepository(db: Db, logger: Logger) {
 
     /**
      * Moves an order from `from` to `to` if it is still `from` (compare-and-set), with its history row, the
-     * outbox rows of whom it notifies and `extra` work, in one transaction. False when another request changed
-     * it first.
+     * outbox rows of whom it notifies and `extra` work, in one transaction. Returns the order as that
+     * transaction left it; null when another request changed it first.
      */
     async compareAndSet(
       order: OrderHead,
       from: OrderStatus,
       to: OrderStatus,
       change: StatusChange,
-    ): Promise<boolean> {
+    ): Promise<OrderJson | null> {
       // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
       return retryDeadlocks(() => casTransaction(order, from, to, change), MAX_DEADLOCK_ATTEMPTS, isDeadlock);
     },

@@ -167,9 +167,10 @@ export function createOrderService(deps: OrderServiceDeps) {
           );
         }
         const change = { changedBy: sellerId, notifies: notifiedOn(order.status, type) };
-        if (await orders.compareAndSet(order, order.status, target, change)) {
+        const changed = await orders.compareAndSet(order, order.status, target, change);
+        if (changed) {
           notifications.wake();
-          return loadOne(orderId);
+          return changed;
         }
       }
       throw new ConflictError('INVALID_STATUS_TRANSITION', 'The order changed concurrently; please retry');
@@ -190,15 +191,15 @@ export function createOrderService(deps: OrderServiceDeps) {
         // The compare-and-set and the stock restore share one transaction: only the winner restores.
         // The buyer's own cancellation notifies no one (the transition's meta): the spec emits no event for it.
         const notifies = notifiedOn(order.status, 'CANCEL');
-        const won = await orders.compareAndSet(order, order.status, 'CANCELLED', {
+        const cancelled = await orders.compareAndSet(order, order.status, 'CANCELLED', {
           changedBy: buyerId,
           notifies,
           extra: (trx, now) => inventory.restore(trx, changes, now),
         });
-        if (won) {
+        if (cancelled) {
           if (notifies.length > 0) notifications.wake();
           await inventory.restored(changes);
-          return loadOne(orderId);
+          return cancelled;
         }
       }
       throw new ConflictError('ORDER_NOT_CANCELLABLE', 'The order changed concurrently; please retry');
