@@ -150,15 +150,42 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     publish: events.publish,
     subscribe: <P = unknown>(name: string, handler: ClusterEventHandler<P>) =>
       events.subscribe(name, handler),
-    /** Leaves: no new requests are served, answers in flight go out, then every lease is deleted at once. */
+    /**
+     * Leaves: no new requests are served, answers in flight go out, then every lease is deleted at once. Never
+     * rejects, and takes at most CLUSTER_REQUEST_TIMEOUT_MS: with NATS away or stalled the leave cannot finish, so
+     * the connection is closed as it is and the leases run out on the server within their TTL (the shutdown goes on
+     * to flush the inventory and close the database).
+     */
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      await ownership.stop();
-      await forwarder.idle();
-      await ownerMap.stop();
-      await connection.drain();
-      log.info(`Left the cluster as ${config.instanceId}`);
+      const leave = (async () => {
+        await ownership.stop();
+        await forwarder.idle();
+        await ownerMap.stop();
+        await connection.drain();
+      })();
+      let timer: NodeJS.Timeout | undefined;
+      const outOfTime = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.requestTimeoutMs);
+      });
+      const outcome = await Promise.race([leave.then(() => 'left' as const), outOfTime]).catch(
+        (err: unknown) => err,
+      );
+      clearTimeout(timer);
+      if (outcome === 'left') {
+        log.info(`Left the cluster as ${config.instanceId}`);
+        return;
+      }
+      leave.catch(() => undefined); // still running, or failed: its end is not waited for
+      log.warn(
+        { err: outcome === 'timeout' ? undefined : outcome },
+        `Leaving the cluster did not finish${outcome === 'timeout' ? ` in ${config.requestTimeoutMs} ms` : ''} (NATS away?): ` +
+          `closing the connection; this instance's leases run out on the server within ${config.leaseTtlMs} ms`,
+      );
+      await connection
+        .close()
+        .catch((err: unknown) => log.warn({ err }, 'Closing the NATS connection failed'));
     },
   };
 }

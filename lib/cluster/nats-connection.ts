@@ -17,6 +17,8 @@ export interface ClusterConnection {
   isConnected(): boolean;
   /** Lets in-flight messages finish, then closes. */
   drain(): Promise<void>;
+  /** Closes at once, whatever is in flight (a leave that could not finish). */
+  close(): Promise<void>;
 }
 
 export async function connectNats(deps: {
@@ -74,6 +76,9 @@ export async function connectNats(deps: {
     isConnected: () => connected && !nc.isClosed(),
     async drain() {
       if (!nc.isClosed()) await nc.drain();
+    },
+    async close() {
+      if (!nc.isClosed()) await nc.close();
     },
   };
 }

@@ -94,13 +94,25 @@ export function createOwnership(deps: OwnershipDeps) {
     }
   }
 
+  /** Waiting for a balancing round that starts at or after `after` (stop() lets them all go). */
+  const roundWaiters = new Set<{ after: number; resolve: () => void }>();
+  const roundStartingAfter = (after: number) =>
+    new Promise<void>((resolve) => roundWaiters.add({ after, resolve }));
+
   async function balanceOrRecreate(): Promise<void> {
+    const startedAt = Date.now();
     try {
       await balance();
     } catch (err) {
       if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
       log.warn('The lease buckets are gone (NATS restarted?): creating them again');
       await deps.recreateBuckets();
+    } finally {
+      for (const waiter of roundWaiters)
+        if (startedAt >= waiter.after) {
+          roundWaiters.delete(waiter);
+          waiter.resolve();
+        }
     }
   }
 
@@ -112,7 +124,10 @@ export function createOwnership(deps: OwnershipDeps) {
   /**
    * A bucket's live keys. One made again since it was last read (NATS lost its store, and some instance made it
    * again: this one or another) held every lease of the cluster, and each instance that held one still trusts it
-   * for at most the lease TTL: no shard is claimed before that, or one could have two owners.
+   * for at most the lease TTL: no shard is claimed before that, or one could have two owners. An instance that
+   * never saw the bucket before (it just started) cannot tell a new cluster's bucket from one made again, so it
+   * claims nothing until the bucket is a lease TTL old (by this machine's clock against the server's creation
+   * time): a new cluster's first instance waits that long once.
    */
   async function keysOf(bucket: string): Promise<string[]> {
     const state = await bucketState(jsm, bucket);
@@ -121,6 +136,13 @@ export function createOwnership(deps: OwnershipDeps) {
     if (before !== undefined && before !== state.created) {
       log.warn(`Bucket ${bucket} was made again: no shard is claimed for ${leaseTtlMs} ms`);
       claimsFrom = Date.now() + leaseTtlMs;
+    } else if (before === undefined) {
+      // A clock behind the server's (a negative age) or an unreadable time waits the whole TTL.
+      const age = Math.max(0, Date.now() - Date.parse(state.created)) || 0;
+      if (age < leaseTtlMs) {
+        log.info(`Bucket ${bucket} is ${age} ms old: no shard is claimed for ${leaseTtlMs - age} ms`);
+        claimsFrom = Math.max(claimsFrom, Date.now() + leaseTtlMs - age);
+      }
     }
     return state.keys;
   }
@@ -199,12 +221,16 @@ export function createOwnership(deps: OwnershipDeps) {
       );
       // Twice per renewal period: an expired owner's shards are noticed half a period sooner (two cheap reads).
       every(Math.max(50, Math.floor(renewMs / 2)), 'Balancing shards', balanceOrRecreate);
-      // Resolves after the first balancing round: a first instance serves every shard before it listens.
+      // Resolves after the first balancing round that may claim: a first instance serves every shard before it
+      // listens, also when the bucket was too young to claim from at first (keysOf).
       await loops[loops.length - 1].running;
+      while (!stopped && Date.now() < claimsFrom) await roundStartingAfter(claimsFrom);
     },
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {
       stopped = true;
+      for (const waiter of roundWaiters) waiter.resolve();
+      roundWaiters.clear();
       shardLeases.stopRetrying();
       memberLeases.stopRetrying();
       for (const loop of loops) if (loop.timer) clearTimeout(loop.timer);

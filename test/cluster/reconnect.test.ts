@@ -280,3 +280,99 @@ natsTest(
     }
   },
 );
+
+natsTest(
+  'NATS back with an empty store and a new instance starting at once: no shard has two owners (the new one waits until the bucket is a lease TTL old)',
+  async (t) => {
+    const nats = await startPrivateNats();
+    const prefix = uniquePrefix('wiped-new');
+    const logs = new LogCollector();
+    const nodes: Cluster[] = [];
+    const overlaps = new Set<string>();
+    let sampler: NodeJS.Timeout | undefined;
+    try {
+      const node = async (id: string) => {
+        const config = {
+          ...clusterConfig(prefix, { CLUSTER_SHARDS: '8', CLUSTER_INSTANCE_ID: id }),
+          natsUrl: nats.url,
+        };
+        const made = await createCluster({
+          config,
+          logger: createLogger({ level: 'info', format: 'line', out: logs }),
+        });
+        nodes.push(made);
+        return made;
+      };
+      const old = await node('old');
+      await old.start();
+      await untilOwns(old, 8, 5000);
+      await nats.stop();
+      nats.wipeStore();
+      await nats.start();
+      // The old node trusts its leases until its next renewal fails; a node that never saw the old bucket cannot
+      // tell it was made again. It starts at once, while the sampler notes any shard served by both.
+      const fresh = await node('fresh');
+      sampler = setInterval(() => {
+        for (let shard = 0; shard < 8; shard++)
+          if (old.isOwner(shard) && fresh.isOwner(shard)) overlaps.add(`shard ${shard}`);
+      }, 2);
+      await fresh.start();
+      t.true(fresh.ownedShards().length > 0, 'start() resolves once it may claim, holding shards');
+      await until(
+        () => exactlyOnce(nodes, 8, 4),
+        15_000,
+        () => `${shareReport(nodes)}\n${logs.text}`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      t.deepEqual([...overlaps], []);
+      t.regex(logs.text, /Bucket .* is \d+ ms old: no shard is claimed for \d+ ms/);
+    } finally {
+      clearInterval(sampler);
+      await Promise.allSettled(nodes.map((node) => node.close()));
+      await nats.close();
+    }
+  },
+);
+
+natsTest(
+  'leaving with NATS dead or stalled: close() resolves within the request timeout, never rejects, and says the leases run out',
+  async (t) => {
+    for (const fault of ['dead', 'stalled'] as const) {
+      const nats = await startPrivateNats();
+      const logs = new LogCollector();
+      let node: Cluster | undefined;
+      try {
+        const config = {
+          ...clusterConfig(uniquePrefix(`leave-${fault}`), {
+            CLUSTER_SHARDS: '8',
+            CLUSTER_REQUEST_TIMEOUT_MS: '1500',
+          }),
+          natsUrl: nats.url,
+        };
+        node = await createCluster({
+          config,
+          logger: createLogger({ level: 'warn', format: 'line', out: logs }),
+        });
+        await node.start();
+        await untilOwns(node, 8, 5000);
+        if (fault === 'dead') await nats.stop();
+        else nats.pause();
+        const leaving = Date.now();
+        await t.notThrowsAsync(node.close(), fault);
+        const took = Date.now() - leaving;
+        t.log(`${fault}: left in ${took} ms`);
+        // Before: a dead NATS rejected close() (the shutdown skipped the inventory's flush and the database's
+        // close), a stalled one kept it waiting ~35 s.
+        t.true(took < 1500 + 1000, `${fault}: close() took ${took} ms`);
+        t.regex(
+          logs.text,
+          /Leaving the cluster did not finish.*leases run out on the server within 3000 ms/,
+          fault,
+        );
+      } finally {
+        if (fault === 'stalled') nats.resume();
+        await nats.close();
+      }
+    }
+  },
+);
