@@ -18,6 +18,12 @@ export interface ProductView {
   catalogVersion: number;
 }
 
+/**
+ * The most units a product holds: the most a seller may set, and where a cancellation's restore stops (units given
+ * back beyond it are not added; the product answers at most this).
+ */
+export const MAX_STOCK = 1_000_000_000;
+
 export type RefusalReason = 'NOT_FOUND' | 'NOT_ON_SALE' | 'INSUFFICIENT_STOCK';
 
 /** A quantity of one product taken (an order line) or given back (a cancellation). */

@@ -7,7 +7,12 @@ import type { Knex } from 'knex';
 import { affectedRows, dialect, runPrebuilt, toCents } from '../db';
 import { sql, statusFollowingStockRaw, statusFollowingStockSql } from '../products/product-status-sql';
 import type { ProductStatus } from '../../actors/product-status';
-import type { JudgedStockChange, ProductView, StockChange } from '../../actors/stock-rules';
+import {
+  MAX_STOCK,
+  type JudgedStockChange,
+  type ProductView,
+  type StockChange,
+} from '../../actors/stock-rules';
 
 interface ProductRow {
   id: number;
@@ -146,14 +151,21 @@ export async function deductStockBatch(
   return true;
 }
 
-/** Gives cancelled quantities back (stock and salesCount); the status follows the stock (SOLD_OUT lifts). */
+/**
+ * Gives cancelled quantities back (stock and salesCount); the status follows the stock (SOLD_OUT lifts). The stock
+ * stops at MAX_STOCK (a seller who set it there meanwhile): it never exceeds what the API accepts and answers.
+ */
 export async function restoreStock(trx: Knex.Transaction, changes: StockChange[], now: Date): Promise<void> {
   for (const { productId, quantity } of [...changes].sort((a, b) => a.productId - b.productId)) {
     await trx('products')
       .where('id', productId)
       .update({
         status: statusFollowingStockRaw(trx, sql('status'), sql('stock_quantity + ?', quantity)),
-        stock_quantity: trx.raw('stock_quantity + ?', [quantity]),
+        stock_quantity: trx.raw('CASE WHEN stock_quantity > ? THEN ? ELSE stock_quantity + ? END', [
+          MAX_STOCK - quantity,
+          MAX_STOCK,
+          quantity,
+        ]),
         sales_count: trx.raw('CASE WHEN sales_count >= ? THEN sales_count - ? ELSE 0 END', [
           quantity,
           quantity,

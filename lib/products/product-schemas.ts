@@ -14,12 +14,12 @@ import {
 } from '../http/response-fields';
 import { imageShape } from '../images/image-schemas';
 import { PRODUCT_STATUSES } from './product-model';
+import { MAX_STOCK } from '../../actors/stock-rules';
 
 /** The longest product name, in characters (the column is VARCHAR(200)). */
 export const PRODUCT_NAME_MAX_CHARS = 200;
 
 export const MAX_PRICE_CENTS = 999_999_999_999; // DECIMAL(12,2)
-export const MAX_STOCK = 1_000_000_000;
 export const SORT_FIELDS = ['createdAt', 'price', 'salesCount'] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 

@@ -138,3 +138,34 @@ test.serial(
     t.like(next.body, { status: 409, code: 'INSUFFICIENT_STOCK' });
   },
 );
+
+for (const mode of ['actor', 'transactional'] as const) {
+  test.serial(
+    `${mode}: a cancellation gives units back up to the stock's bound (1,000,000,000), never past it`,
+    async (t) => {
+      const app = apps[mode];
+      const { buyer, seller, product } = await world(app);
+      const p = await product({ stockQuantity: 10 });
+      const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 5 }]);
+      t.is(placed.status, 201);
+      const edit = await app.request('PATCH', `/api/v1/products/${p}`, {
+        token: seller.token,
+        body: { stockQuantity: 1_000_000_000 },
+      });
+      t.is(edit.status, 200, edit.text);
+      const cancelled = await app.request('POST', `/api/v1/orders/${placed.body.orders[0].id}/cancel`, {
+        token: buyer.token,
+      });
+      t.is(cancelled.status, 200, cancelled.text);
+      // Before: 1,000,000,005, over the bound the API accepts and documents for stockQuantity.
+      const shown = await app.request('GET', `/api/v1/products/${p}`);
+      t.like(shown.body, { stockQuantity: 1_000_000_000, status: 'ON_SALE', salesCount: 0 });
+      t.deepEqual(await productRow(app, p), { stock: 1_000_000_000, status: 'ON_SALE', salesCount: 0 });
+      // Below the bound every unit comes back.
+      const again = await placeOrder(app, buyer.token, [{ productId: p, quantity: 3 }]);
+      t.is(again.status, 201);
+      await app.request('POST', `/api/v1/orders/${again.body.orders[0].id}/cancel`, { token: buyer.token });
+      t.is((await productRow(app, p)).stock, 1_000_000_000);
+    },
+  );
+}
