@@ -44,9 +44,10 @@ export function createMemberVersions(deps: {
       let state = await cache.getOrLoad(key, () => load(claims.id));
       // Versions only go up: a token newer than the cached version was issued after a change made elsewhere (a
       // login on the instance that changed the password), so the cache is stale, not the token. Read again.
+      // Through the cache's load, not beside it: a forget() while it runs keeps its result out of the cache.
       if (state.exists && claims.tokenVersion > state.tokenVersion) {
-        state = await load(claims.id);
-        cache.set(key, state);
+        cache.del(key);
+        state = await cache.getOrLoad(key, () => load(claims.id));
       }
       if (!state.exists) {
         throw new UnauthenticatedError('INVALID_TOKEN', 'The member of this token no longer exists');
