@@ -163,10 +163,7 @@ test('password change: 200, the old password stops working, the new one works, e
   t.is(res.body.id, buyer.id);
   // Revoked by the change itself (in its transaction), not only refused later by the version check: a refresh
   // token without the version claim (signed before it existed) has nothing else that stops it.
-  t.is(
-    (await app.db('refresh_tokens').where({ member_id: buyer.id }).whereNull('revoked_at')).length,
-    0,
-  );
+  t.is((await app.db('refresh_tokens').where({ member_id: buyer.id }).whereNull('revoked_at')).length, 0);
   for (const session of [sessionA, sessionB]) {
     const refresh = await app.request('POST', '/api/v1/auth/refresh', {
       body: { refreshToken: session.refreshToken },
