@@ -34,12 +34,15 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
           [400, 'VALIDATION_ERROR (also a wrong currentPassword), BUSINESS_NUMBER_REQUIRED'],
           413,
           415,
-          [429, 'TOO_MANY_REQUESTS: wrong currentPassword attempts share the login throttle (Retry-After)'],
+          [
+            429,
+            'TOO_MANY_REQUESTS after 5 wrong currentPassword attempts for this member in 15 minutes, from any address; failed logins do not count here (Retry-After)',
+          ],
           unavailable(`${BUSY_HASHER} (a password change)`),
         ),
       },
       handler: async ({ auth, body }, ctx) => {
-        ctx.body = await services.members.updateMe(auth, body, ctx.ip);
+        ctx.body = await services.members.updateMe(auth, body);
       },
     }),
     defineRoute({

@@ -4,7 +4,8 @@
 // its /64 (clientNetwork). An attempt counts when it STARTS, so parallel guesses cannot slip past a limit while
 // their bcrypt compares run; a success clears the (e-mail, address) counter and gives its point back to the
 // ceilings, so they count failures.
-// PATCH /members/me's currentPassword check goes through the same buckets.
+// PATCH /members/me's currentPassword check has a bucket of its own per member (checkCurrentPassword): failed
+// logins, the e-mail ceiling included, never keep a signed-in member from changing a password.
 import type { Config } from '../config';
 import { clientNetwork, limitKey, type Limiter, type RateLimits } from '../limits/rate-limits';
 
@@ -45,6 +46,8 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
     },
   ].filter((bucket): bucket is Bucket => bucket.limiter !== null);
   const buckets = [pair, ...ceilings];
+  // Per member, over every address (a stolen access token may come from many); the pair's rate.
+  const currentPassword = make('current_password', login.failures)!;
 
   const refundAll = (email: string, address: string) =>
     Promise.all(buckets.map((b) => b.limiter.refund(b.key(email, address))));
@@ -87,6 +90,26 @@ export function createLoginThrottle(deps: LoginThrottleDeps) {
         throw err;
       }
       if (passed) await throttle.succeeded(email, address);
+      return passed;
+    },
+
+    /**
+     * PATCH /members/me's currentPassword check, in its own bucket per member (LOGIN_FAILURE_LIMIT, over every
+     * address), counted as `check` counts: a stolen access token is no unlimited password oracle, and someone
+     * failing logins for the member's e-mail cannot keep the member from changing the password. A right one
+     * clears the bucket; a check that could not be made gives its point back.
+     */
+    async checkCurrentPassword(memberId: number, passes: () => Promise<boolean>): Promise<boolean> {
+      const key = limitKey(String(memberId));
+      await currentPassword.consume(key, 'Too many wrong current passwords for this account');
+      let passed: boolean;
+      try {
+        passed = await passes();
+      } catch (err) {
+        await currentPassword.refund(key).catch(() => undefined);
+        throw err;
+      }
+      if (passed) await currentPassword.clear(key);
       return passed;
     },
   };

@@ -43,10 +43,10 @@ export function createMemberService(deps: MemberDeps) {
 
     /**
      * Profile update; a password change needs the current password and ends every session (refresh family).
-     * The currentPassword check counts in the login throttle's buckets (this e-mail, this address), so a
-     * stolen access token is no unlimited password oracle.
+     * The currentPassword check is throttled per member (LoginThrottle.checkCurrentPassword), so a stolen access
+     * token is no unlimited password oracle.
      */
-    async updateMe(auth: AuthMember, input: UpdateMeInput, clientAddress: string): Promise<MemberJson> {
+    async updateMe(auth: AuthMember, input: UpdateMeInput): Promise<MemberJson> {
       const member = await load(auth);
       const errors: FieldError[] = [];
       if (input.password !== undefined && !input.currentPassword) {
@@ -76,7 +76,7 @@ export function createMemberService(deps: MemberDeps) {
       if (input.phone !== undefined) patch.phone = input.phone;
       if (input.businessNumber) patch.businessNumber = input.businessNumber.trim();
       if (input.password !== undefined) {
-        const passed = await throttle.check(member.email, clientAddress, () =>
+        const passed = await throttle.checkCurrentPassword(member.id, () =>
           hasher.verify(input.currentPassword ?? '', member.passwordHash),
         );
         if (!passed) {

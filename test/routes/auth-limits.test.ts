@@ -1,5 +1,5 @@
 // Signup and refresh limits (per client address and in total, shared through the database), and
-// PATCH /members/me's currentPassword check sharing the login throttle's buckets.
+// PATCH /members/me's currentPassword check, throttled per member in a bucket of its own.
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
@@ -74,41 +74,62 @@ test('refresh: per-address and global limits → 429 with Retry-After before the
   t.is(global.body.message, 'Too many refresh requests; try again later');
 });
 
-test('PATCH /members/me: wrong currentPassword attempts share the login throttle (e-mail + address)', async (t) => {
-  const app = await startTestApp();
+test('PATCH /members/me: wrong currentPasswords count per member over every address (5, then 429); failed logins, even a full e-mail ceiling, never block a password change', async (t) => {
+  const app = await startTestApp({ env: { ...PROXIED, LOGIN_EMAIL_LIMIT: '3/900' } });
   t.teardown(() => app.close());
   const member = await createMember(app);
-  const patch = (currentPassword: string) =>
+  const stored = await app.db('members').where('id', member.id).first('password_hash', 'token_version');
+  const patch = (currentPassword: string, from: string, password = 'New-password-1') =>
     app.request('PATCH', '/api/v1/members/me', {
       token: member.token,
-      body: { password: 'New-password-1', currentPassword },
+      body: { password, currentPassword },
+      headers: { 'X-Forwarded-For': from },
     });
-  // 3 failed logins and 2 wrong currentPasswords fill the same (e-mail, address) bucket of 5.
-  for (let i = 0; i < 3; i++) {
+  // Someone fails logins for the member's e-mail from several addresses: the e-mail ceiling (3 here) is full.
+  for (const from of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) {
     const res = await app.request('POST', '/api/v1/auth/login', {
       body: { email: member.email, password: 'Wrong-pass-1' },
+      headers: { 'X-Forwarded-For': from },
     });
     assertError(t, res, 401, 'INVALID_CREDENTIALS');
   }
-  for (let i = 0; i < 2; i++) {
-    const res = await patch('Wrong-pass-1');
+  const locked = await app.request('POST', '/api/v1/auth/login', {
+    body: { email: member.email, password: member.password },
+    headers: { 'X-Forwarded-For': '198.51.100.9' },
+  });
+  assertError(t, locked, 429, 'TOO_MANY_REQUESTS', '/api/v1/auth/login');
+  // Wrong current passwords from five addresses fill the member's own bucket (before, the e-mail ceiling above
+  // already refused the first with 429, even the right password).
+  for (const from of ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4', '203.0.113.5']) {
+    const res = await patch('Wrong-pass-1', from);
     assertError(t, res, 400, 'VALIDATION_ERROR', '/api/v1/members/me');
     t.deepEqual(res.body.errors, [{ field: 'currentPassword', message: 'currentPassword is incorrect' }]);
   }
-  // Now even the right current password is refused, and the password is unchanged.
-  const blocked = await patch(member.password);
+  // A 6th, from yet another address and with the right password: refused, and the password is unchanged.
+  const blocked = await patch(member.password, '203.0.113.6');
   assertError(t, blocked, 429, 'TOO_MANY_REQUESTS', '/api/v1/members/me');
+  t.is(blocked.body.message, 'Too many wrong current passwords for this account');
   t.true(Number(blocked.headers.get('retry-after')) > 890);
-  const loginBlocked = await app.request('POST', '/api/v1/auth/login', {
-    body: { email: member.email, password: member.password },
+  t.deepEqual(await app.db('members').where('id', member.id).first('password_hash', 'token_version'), stored);
+});
+
+test('PATCH /members/me: a signed-in member changes the password while its login is held by the e-mail ceiling', async (t) => {
+  const app = await startTestApp({ env: { ...PROXIED, LOGIN_EMAIL_LIMIT: '3/900' } });
+  t.teardown(() => app.close());
+  const member = await createMember(app);
+  for (const from of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) {
+    await app.request('POST', '/api/v1/auth/login', {
+      body: { email: member.email, password: 'Wrong-pass-1' },
+      headers: { 'X-Forwarded-For': from },
+    });
+  }
+  const changed = await app.request('PATCH', '/api/v1/members/me', {
+    token: member.token,
+    body: { password: 'New-password-1', currentPassword: member.password },
+    headers: { 'X-Forwarded-For': '198.51.100.9' },
   });
-  assertError(t, loginBlocked, 429, 'TOO_MANY_REQUESTS', '/api/v1/auth/login');
-  // From another address the old password still logs in: nothing was changed.
-  const tokens = await app.bundle.services.auth.login(
-    { email: member.email, password: member.password },
-    '203.0.113.50',
-  );
-  t.is(tokens.tokenType, 'Bearer');
+  t.is(changed.status, 200, changed.text);
+  t.is(changed.body.id, member.id);
 });
 
 test('PATCH /members/me: a right currentPassword clears the counter, like a successful login', async (t) => {
