@@ -44,6 +44,25 @@ export function createAuthService(deps: AuthDeps) {
       throw err;
     }));
 
+  /**
+   * A hash made at another cost than BCRYPT_COST (the cost was changed since) is made again at login, when the
+   * password is at hand: compares then take the same time as the unknown e-mails' (timingHash), so timing does not
+   * tell which addresses have accounts, and a raised cost protects every account that logs in. Only over the hash
+   * the password was checked against (a password change meanwhile wins). Not done is no failure of the login.
+   */
+  async function rehash(member: Member, password: string): Promise<void> {
+    try {
+      const fresh = await hasher.hash(password);
+      await Member.query(db)
+        .patch({ passwordHash: fresh } as Partial<Member>)
+        .where('id', member.id)
+        .where('password_hash', member.passwordHash);
+      log.info({ memberId: member.id }, 'Password hash made again at the configured cost');
+    } catch (err) {
+      log.warn({ err, memberId: member.id }, 'Making the password hash again at the configured cost failed');
+    }
+  }
+
   function tokenPair(member: Pick<Member, 'id' | 'role' | 'tokenVersion'>, refreshToken: string): TokenPair {
     return {
       accessToken: tokens.signAccessToken({
@@ -115,6 +134,7 @@ export function createAuthService(deps: AuthDeps) {
         log.info({ memberId: member?.id ?? null }, 'Login failed');
         throw invalidCredentials();
       }
+      if (hasher.outdated(member.passwordHash)) await rehash(member, input.password);
       // Granted at the version read before the password check: a password change that commits meanwhile (its
       // revocation finds no row of this session yet) still ends it, at its first refresh.
       return tokenPair(member, await refreshTokens.startFamily(member.id, Number(member.tokenVersion)));

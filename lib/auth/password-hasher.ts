@@ -3,7 +3,7 @@
 // once (BCRYPT_CONCURRENCY, default cores - 1 within 1..2, leaving threads and a core for the rest), at most `queueLimit` wait; beyond that
 // the caller gets 503 SERVICE_UNAVAILABLE with Retry-After at once, without costing a thread.
 import { ServiceUnavailableError } from '../errors';
-import { hashPassword, verifyPassword } from './passwords';
+import { hashCost, hashPassword, verifyPassword } from './passwords';
 
 export interface PasswordHasherOptions {
   cost: number;
@@ -44,6 +44,8 @@ export function createPasswordHasher(options: PasswordHasherOptions) {
   return {
     hash: (password: string) => run(() => hashPassword(password, options.cost)),
     verify: (password: string, hash: string) => run(() => verifyPassword(password, hash)),
+    /** Whether `hash` was made at another cost than the configured one (BCRYPT_COST changed since). */
+    outdated: (hash: string) => hashCost(hash) !== options.cost,
     /** Operations running and waiting now (for tests and diagnostics). */
     load: () => ({ running, waiting: waiting.length }),
   };

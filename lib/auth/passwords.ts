@@ -21,3 +21,12 @@ export async function hashPassword(password: string, cost: number): Promise<stri
 export function verifyPassword(password: string, hash: string): Promise<boolean> {
   return bcrypt.compare(password, hash);
 }
+
+/** The cost a bcrypt hash was made at (NaN for a string that is no bcrypt hash). */
+export function hashCost(hash: string): number {
+  try {
+    return bcrypt.getRounds(hash);
+  } catch {
+    return NaN;
+  }
+}

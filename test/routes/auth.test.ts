@@ -1,5 +1,6 @@
 import test from 'ava';
 import crypto from 'node:crypto';
+import bcrypt from 'bcrypt';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError, ISO_MS } from '../helpers/assertions';
 import { createMember, uniq, login } from '../helpers/factories';
@@ -467,4 +468,34 @@ test("login deletes the member's expired refresh tokens and keeps the live ones"
     (await app.request('POST', '/api/v1/auth/refresh', { body: { refreshToken: live.refreshToken } })).status,
     200,
   );
+});
+
+test('a password hash made at another cost (BCRYPT_COST changed since) is made again at the next login; the login is 200 either way', async (t) => {
+  const member = await createMember(app);
+  // As if the member signed up while the cost was 5 (the tests run at 4).
+  const old = await bcrypt.hash(member.password, 5);
+  await app.db('members').where('id', member.id).update({ password_hash: old });
+  const first = await app.request('POST', '/api/v1/auth/login', {
+    body: { email: member.email, password: member.password },
+  });
+  t.is(first.status, 200, first.text);
+  const { password_hash: remade, token_version: version } = await app
+    .db('members')
+    .where('id', member.id)
+    .first('password_hash', 'token_version');
+  t.not(remade, old);
+  t.is(bcrypt.getRounds(remade), 4);
+  t.true(await bcrypt.compare(member.password, remade));
+  t.is(Number(version), 0, 'no password change: the member keeps its tokens');
+  t.is((await app.request('GET', '/api/v1/members/me', { token: first.body.accessToken })).status, 200);
+  // At the configured cost already: left as it is.
+  t.is(
+    (
+      await app.request('POST', '/api/v1/auth/login', {
+        body: { email: member.email, password: member.password },
+      })
+    ).status,
+    200,
+  );
+  t.is((await app.db('members').where('id', member.id).first('password_hash')).password_hash, remade);
 });
