@@ -91,7 +91,8 @@ export const listMembersQuery = strictObject({
     .optional()
     .meta({ description: 'Only members of this role' }),
   keyword: text({ trim: true }).max(100, 'keyword must be at most 100 characters').optional().meta({
-    description: 'Part of the e-mail or the name, case-insensitive; % and _ match themselves',
+    description:
+      'Part of the e-mail or the name, case-insensitive as the product keyword (accents are letters of their own); % and _ match themselves',
     example: 'demo',
   }),
   ...pageQueryFields(),
