@@ -94,10 +94,11 @@ export function createOwnership(deps: OwnershipDeps) {
     }
   }
 
-  /** Waiting for a balancing round that starts at or after `after` (stop() lets them all go). */
-  const roundWaiters = new Set<{ after: number; resolve: () => void }>();
-  const roundStartingAfter = (after: number) =>
-    new Promise<void>((resolve) => roundWaiters.add({ after, resolve }));
+  /** Whether a balancing round ran that was free to claim: it started at or after claimsFrom, as that stood at its end. */
+  let claimableRoundRan = false;
+  /** Waiting for the end of the next balancing round (stop() lets them all go). */
+  const roundEnds = new Set<() => void>();
+  const nextRoundEnd = () => new Promise<void>((resolve) => roundEnds.add(resolve));
 
   async function balanceOrRecreate(): Promise<void> {
     const startedAt = Date.now();
@@ -108,11 +109,10 @@ export function createOwnership(deps: OwnershipDeps) {
       log.warn('The lease buckets are gone (NATS restarted?): creating them again');
       await deps.recreateBuckets();
     } finally {
-      for (const waiter of roundWaiters)
-        if (startedAt >= waiter.after) {
-          roundWaiters.delete(waiter);
-          waiter.resolve();
-        }
+      // A round that found a bucket too young (keysOf) moved claimsFrom past its own start.
+      if (startedAt >= claimsFrom) claimableRoundRan = true;
+      for (const resolve of roundEnds) resolve();
+      roundEnds.clear();
     }
   }
 
@@ -224,13 +224,13 @@ export function createOwnership(deps: OwnershipDeps) {
       // Resolves after the first balancing round that may claim: a first instance serves every shard before it
       // listens, also when the bucket was too young to claim from at first (keysOf).
       await loops[loops.length - 1].running;
-      while (!stopped && Date.now() < claimsFrom) await roundStartingAfter(claimsFrom);
+      while (!stopped && !claimableRoundRan) await nextRoundEnd();
     },
     /** Leaves at once: stops serving every shard and deletes its keys and its membership. */
     async stop(): Promise<void> {
       stopped = true;
-      for (const waiter of roundWaiters) waiter.resolve();
-      roundWaiters.clear();
+      for (const resolve of roundEnds) resolve();
+      roundEnds.clear();
       shardLeases.stopRetrying();
       memberLeases.stopRetrying();
       for (const loop of loops) if (loop.timer) clearTimeout(loop.timer);

@@ -153,7 +153,8 @@ export async function deductStockBatch(
 
 /**
  * Gives cancelled quantities back (stock and salesCount); the status follows the stock (SOLD_OUT lifts). The stock
- * stops at MAX_STOCK (a seller who set it there meanwhile): it never exceeds what the API accepts and answers.
+ * stops at MAX_STOCK (a seller who set it there meanwhile): it never exceeds what the API accepts and answers, and a
+ * restore never lowers it (a row above the bound, written before the bound held here, keeps its units).
  */
 export async function restoreStock(trx: Knex.Transaction, changes: StockChange[], now: Date): Promise<void> {
   for (const { productId, quantity } of [...changes].sort((a, b) => a.productId - b.productId)) {
@@ -161,11 +162,10 @@ export async function restoreStock(trx: Knex.Transaction, changes: StockChange[]
       .where('id', productId)
       .update({
         status: statusFollowingStockRaw(trx, sql('status'), sql('stock_quantity + ?', quantity)),
-        stock_quantity: trx.raw('CASE WHEN stock_quantity > ? THEN ? ELSE stock_quantity + ? END', [
-          MAX_STOCK - quantity,
-          MAX_STOCK,
-          quantity,
-        ]),
+        stock_quantity: trx.raw(
+          'CASE WHEN stock_quantity >= ? THEN stock_quantity WHEN stock_quantity > ? THEN ? ELSE stock_quantity + ? END',
+          [MAX_STOCK, MAX_STOCK - quantity, MAX_STOCK, quantity],
+        ),
         sales_count: trx.raw('CASE WHEN sales_count >= ? THEN sales_count - ? ELSE 0 END', [
           quantity,
           quantity,

@@ -166,6 +166,12 @@ for (const mode of ['actor', 'transactional'] as const) {
       t.is(again.status, 201);
       await app.request('POST', `/api/v1/orders/${again.body.orders[0].id}/cancel`, { token: buyer.token });
       t.is((await productRow(app, p)).stock, 1_000_000_000);
+      // A row already over the bound (written before the bound held in the restore) keeps its units.
+      const over = await placeOrder(app, buyer.token, [{ productId: p, quantity: 2 }]);
+      t.is(over.status, 201);
+      await app.db('products').where('id', p).update({ stock_quantity: 1_000_000_005 });
+      await app.request('POST', `/api/v1/orders/${over.body.orders[0].id}/cancel`, { token: buyer.token });
+      t.is((await productRow(app, p)).stock, 1_000_000_005);
     },
   );
 }
