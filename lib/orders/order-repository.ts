@@ -117,22 +117,23 @@ export interface StatusChange {
 
 export function createOrderRepository(db: Db, logger: Logger) {
   /**
-   * One compare-and-set from `from` to `to`: the order as this call's change left it (read in its transaction, so
-   * no later change shows in it), or null when another request changed it first. A COMMIT lost on the way is
-   * checked (lib/commit-outcome.ts): applied, it is this call's change; not applied, nothing changed (null, so
-   * the caller reads the order again and decides anew); unknown, 503.
+   * One compare-and-set from `from` to `to`: null when another request changed the order first; with `answer`, the
+   * order as this call's change left it (read in its transaction, so no later change shows in it). A COMMIT lost on
+   * the way is checked (lib/commit-outcome.ts): applied, it is this call's change; not applied, nothing changed
+   * (null, so the caller reads the order again and decides anew); unknown, 503.
    */
   async function casTransaction(
     order: OrderHead,
     from: OrderStatus,
     to: OrderStatus,
     change: StatusChange,
-  ): Promise<OrderJson | null> {
+    answer: boolean,
+  ): Promise<{ order?: OrderJson } | null> {
     const { changedBy, notifies, extra } = change;
     const outcome = {
       db,
       logger,
-      committed: (changed: { at: Date; order: OrderJson } | null) =>
+      committed: (changed: { at: Date; order?: OrderJson } | null) =>
         changed ? statusChangeExists(db, order.id, to, changed.at) : Promise.resolve(false),
       unknown: () =>
         new ServiceUnavailableError(
@@ -168,10 +169,9 @@ export function createOrderRepository(db: Db, logger: Logger) {
           await writeOutbox(trx, [statusChanged(order, from, to, order.buyer_id)], now, currentRequestId());
         // The answer is read before the COMMIT, while the row is still locked: read after it, a change that
         // landed in between (the buyer's cancel after a seller's confirm) would answer the confirm.
-        const [changedOrder] = await loadOrders([order.id], trx);
-        return { at: now, order: changedOrder };
+        return { at: now, order: answer ? (await loadOrders([order.id], trx))[0] : undefined };
       });
-      return changed?.order ?? null;
+      return changed && { order: changed.order };
     } catch (err) {
       if (err instanceof CommitNotApplied) return null;
       throw err;
@@ -245,16 +245,36 @@ export function createOrderRepository(db: Db, logger: Logger) {
     /**
      * Moves an order from `from` to `to` if it is still `from` (compare-and-set), with its history row, the
      * outbox rows of whom it notifies and `extra` work, in one transaction. Returns the order as that
-     * transaction left it; null when another request changed it first.
+     * transaction left it (a request's answer); null when another request changed it first.
      */
-    async compareAndSet(
+    async transition(
       order: OrderHead,
       from: OrderStatus,
       to: OrderStatus,
       change: StatusChange,
     ): Promise<OrderJson | null> {
       // InnoDB may pick this transaction as a deadlock victim; nothing was written, so try again.
-      return retryDeadlocks(() => casTransaction(order, from, to, change), MAX_DEADLOCK_ATTEMPTS, isDeadlock);
+      const changed = await retryDeadlocks(
+        () => casTransaction(order, from, to, change, true),
+        MAX_DEADLOCK_ATTEMPTS,
+        isDeadlock,
+      );
+      return changed?.order ?? null;
+    },
+
+    /** transition() that answers no one (the expiry sweep): whether it made the change, without reading the order. */
+    async compareAndSet(
+      order: OrderHead,
+      from: OrderStatus,
+      to: OrderStatus,
+      change: StatusChange,
+    ): Promise<boolean> {
+      const changed = await retryDeadlocks(
+        () => casTransaction(order, from, to, change, false),
+        MAX_DEADLOCK_ATTEMPTS,
+        isDeadlock,
+      );
+      return changed !== null;
     },
   };
 }

@@ -167,7 +167,7 @@ export function createOrderService(deps: OrderServiceDeps) {
           );
         }
         const change = { changedBy: sellerId, notifies: notifiedOn(order.status, type) };
-        const changed = await orders.compareAndSet(order, order.status, target, change);
+        const changed = await orders.transition(order, order.status, target, change);
         if (changed) {
           notifications.wake();
           return changed;
@@ -191,7 +191,7 @@ export function createOrderService(deps: OrderServiceDeps) {
         // The compare-and-set and the stock restore share one transaction: only the winner restores.
         // The buyer's own cancellation notifies no one (the transition's meta): the spec emits no event for it.
         const notifies = notifiedOn(order.status, 'CANCEL');
-        const cancelled = await orders.compareAndSet(order, order.status, 'CANCELLED', {
+        const cancelled = await orders.transition(order, order.status, 'CANCELLED', {
           changedBy: buyerId,
           notifies,
           extra: (trx, now) => inventory.restore(trx, changes, now),
