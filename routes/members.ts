@@ -36,7 +36,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
           415,
           [
             429,
-            'TOO_MANY_REQUESTS after 5 wrong currentPassword attempts for this member in 15 minutes, from any address; failed logins do not count here (Retry-After)',
+            'TOO_MANY_REQUESTS after LOGIN_FAILURE_LIMIT wrong currentPassword attempts for this member (default 5 in 15 minutes), from any address; failed logins do not count here (Retry-After)',
           ],
           unavailable(`${BUSY_HASHER} (a password change)`),
         ),
