@@ -3,32 +3,17 @@
 // MariaDB, through the tests' TCP proxy, which holds back the read of the order that builds the answer: read
 // after the COMMIT, the cancel that landed meanwhile showed in the confirm's answer (200 with CANCELLED).
 import test from 'ava';
-import {
-  DB_KIND,
-  createTestDatabase,
-  startTestApp,
-  type TestApp,
-  type TestDatabase,
-} from '../helpers/harness';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
-import { placeOrder, world } from './order-fixtures';
+import { startBehindProxy, type ProxiedService } from '../faults/fault-fixtures';
+import { DB_KIND } from '../helpers/harness';
+import { placeOrder } from './order-fixtures';
 
-let database: TestDatabase | undefined;
-let proxy: TcpProxy | undefined;
-let app: TestApp | undefined;
-
+let service: ProxiedService | undefined;
 test.before(async () => {
   if (DB_KIND !== 'mysql') return;
-  database = await createTestDatabase('mysql');
-  const url = new URL(database.env.DATABASE_URL);
-  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 3306) });
-  url.port = String(proxy.port);
-  app = await startTestApp({ database, env: { DATABASE_URL: url.toString() } });
+  service = await startBehindProxy({ world: { buyers: 1, products: 1, stock: 5 } });
 });
 test.after.always(async () => {
-  await app?.close();
-  await proxy?.close();
-  await database?.drop();
+  await service?.close();
 });
 
 /** The statement that loads an order with its items for an answer (Objection's graph fetch). */
@@ -37,22 +22,24 @@ const ORDER_LOAD = 'select `orders`.* from `orders` where `id` in';
 test.serial(
   "a seller's confirm answers CONFIRMED when the buyer's cancel lands right after it",
   async (t) => {
-    if (DB_KIND !== 'mysql') return t.pass('the proxy sits in front of MariaDB');
-    const { buyer, seller, product } = await world(app!);
-    const p = await product({ stockQuantity: 5 });
-    const placed = await placeOrder(app!, buyer.token, [{ productId: p, quantity: 1 }]);
+    if (!service) return t.pass('the proxy sits in front of MariaDB');
+    const { app, proxy, world } = service;
+    const [buyer] = world.buyers;
+    const [p] = world.initial.keys();
+    const seller = world.sellers[0]; // the first product is the first seller's
+    const placed = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
     t.is(placed.status, 201);
     const orderId = placed.body.orders[0].id;
 
     let caught!: () => void;
     const held = new Promise<void>((resolve) => (caught = resolve));
-    const late = proxy!.delayOn(ORDER_LOAD, { delayMs: 800, onHold: caught });
-    const confirm = app!.request('PATCH', `/api/v1/sellers/orders/${orderId}/status`, {
+    const late = proxy.delayOn(ORDER_LOAD, { delayMs: 800, onHold: caught });
+    const confirm = app.request('PATCH', `/api/v1/sellers/orders/${orderId}/status`, {
       token: seller.token,
       body: { status: 'CONFIRMED' },
     });
     await held; // the confirm's answer is being read
-    const cancel = await app!.request('POST', `/api/v1/orders/${orderId}/cancel`, { token: buyer.token });
+    const cancel = await app.request('POST', `/api/v1/orders/${orderId}/cancel`, { token: buyer.token });
     const confirmed = await confirm;
     await late;
 
