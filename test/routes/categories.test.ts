@@ -51,6 +51,23 @@ test.serial(
   },
 );
 
+test.serial('GET /categories: categories of one displayOrder come by id, oldest first', async (t) => {
+  const made = [];
+  for (const name of ['Zeta', 'Alpha', 'Mid']) {
+    const res = await create({ name: `${name} ${uniq()}`, displayOrder: 4242 });
+    t.is(res.status, 201);
+    made.push(res.body.id as number);
+  }
+  const listed = await app.request('GET', '/api/v1/categories');
+  const tied = listed.body
+    .filter((c: { displayOrder: number }) => c.displayOrder === 4242)
+    .map((c: { id: number }) => c.id);
+  t.deepEqual(
+    tied,
+    [...made].sort((a, b) => a - b),
+  );
+});
+
 test.serial(
   'GET /categories: ETag + Cache-Control public, no-cache (always revalidated), 304 on If-None-Match, new ETag after a create',
   async (t) => {

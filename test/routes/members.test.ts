@@ -336,6 +336,22 @@ test('GET /admin/members: page envelope, newest first, role and keyword filters'
   t.true(sellers.body.content.every((m: any) => m.role === 'SELLER' && m.businessNumber === '111-22-33333'));
 });
 
+test('GET /admin/members: hasNext is false on the last page when the total is a multiple of the size', async (t) => {
+  const admin = await createMember(app, 'ADMIN');
+  const tag = uniq();
+  for (let i = 0; i < 4; i++) await createMember(app, 'BUYER', { email: `page${i}-${tag}@example.test` });
+  const page = async (n: number) => {
+    const res = await app.request('GET', `/api/v1/admin/members?keyword=${tag}&size=2&page=${n}`, {
+      token: admin.token,
+    });
+    t.is(res.status, 200);
+    return res.body;
+  };
+  t.like(await page(0), { page: 0, size: 2, totalElements: 4, totalPages: 2, hasNext: true });
+  t.like(await page(1), { page: 1, size: 2, totalElements: 4, totalPages: 2, hasNext: false });
+  t.like(await page(2), { page: 2, totalElements: 4, totalPages: 2, hasNext: false, content: [] });
+});
+
 test('GET /admin/members: a non-ASCII name is found by its own spelling and by its lower case, as product names are', async (t) => {
   const admin = await createMember(app, 'ADMIN');
   const tag = uniq();
