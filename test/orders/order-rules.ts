@@ -444,21 +444,27 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
       body: { status: 'CONFIRMED' },
       headers: { 'X-Request-Id': `confirm-${p}` },
     });
-    await app.request('PATCH', `/api/v1/sellers/orders/${order.id}/status`, {
-      token: seller.token,
-      body: { status: 'SHIPPED' },
-    });
+    for (const status of ['SHIPPED', 'DELIVERED']) {
+      const stepped = await app.request('PATCH', `/api/v1/sellers/orders/${order.id}/status`, {
+        token: seller.token,
+        body: { status },
+      });
+      t.is(stepped.status, 200, stepped.text);
+    }
     const buyerNotes = await eventually(async () => {
       const res = await app.request('GET', '/api/v1/notifications?size=1', { token: buyer.token });
-      return res.body.totalElements === 2 && res.body;
+      return res.body.totalElements === 3 && res.body;
     });
-    t.like(buyerNotes, { size: 1, totalElements: 2, totalPages: 2, hasNext: true });
+    t.like(buyerNotes, { size: 1, totalElements: 3, totalPages: 3, hasNext: true });
     t.like(buyerNotes.content[0], {
       type: 'OrderStatusChanged',
-      payload: { buyerId: buyer.id, orderId: order.id, from: 'CONFIRMED', to: 'SHIPPED' },
+      payload: { buyerId: buyer.id, orderId: order.id, from: 'SHIPPED', to: 'DELIVERED' },
     });
     const older = await app.request('GET', '/api/v1/notifications?page=1&size=1', { token: buyer.token });
-    t.like(older.body.content[0], { payload: { from: 'PENDING', to: 'CONFIRMED' } });
+    t.like(older.body.content[0], { payload: { from: 'CONFIRMED', to: 'SHIPPED' } });
+    const oldest = await app.request('GET', '/api/v1/notifications?page=2&size=1', { token: buyer.token });
+    t.like(oldest.body, { hasNext: false });
+    t.like(oldest.body.content[0], { payload: { from: 'PENDING', to: 'CONFIRMED' } });
 
     // The buyer's own cancellation (from PENDING or CONFIRMED) emits no event: the spec's list is closed.
     const cancelledOrders: number[] = [];
@@ -486,8 +492,8 @@ export function orderRulesSuite(mode: 'actor' | 'transactional'): void {
       return cancelledOrders.includes(payload.orderId) && payload.to === 'CANCELLED';
     });
     t.deepEqual(aboutCancelled, [], 'no OrderStatusChanged for a cancellation, to anyone');
-    // The buyer's: the first order's two steps and the second one's confirmation.
-    t.is((await app.request('GET', '/api/v1/notifications', { token: buyer.token })).body.totalElements, 3);
+    // The buyer's: the first order's three steps and the second one's confirmation.
+    t.is((await app.request('GET', '/api/v1/notifications', { token: buyer.token })).body.totalElements, 4);
     const confirmLine = `[confirm-${p}] [NotificationDispatcher] Delivered OrderStatusChanged PENDING -> CONFIRMED`;
     t.true(
       app.logs.lines.some((line) => line.includes(confirmLine)),
