@@ -171,7 +171,7 @@ export function createOrderRepository(db: Db, logger: Logger) {
         // landed in between (the buyer's cancel after a seller's confirm) would answer the confirm.
         return { at: now, order: answer ? (await loadOrders([order.id], trx))[0] : undefined };
       });
-      return changed && { order: changed.order };
+      return changed;
     } catch (err) {
       if (err instanceof CommitNotApplied) return null;
       throw err;
