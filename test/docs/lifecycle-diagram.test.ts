@@ -22,6 +22,7 @@ import {
   VISITED_FILL,
 } from '../../lib/order-diagram/diagram-dot';
 import { renderDiagram } from '../../lib/order-diagram/diagram-svg';
+import { createOrderDiagramService } from '../../lib/order-diagram/diagram-service';
 import { diagramModel } from '../../lib/order-diagram/diagram-model';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
@@ -210,4 +211,50 @@ test('what the diagram draws is what the running machine does: every status x ev
   const drawn = diagramModel().transitions.map((tr) => `${tr.from} ${tr.event} ${tr.role} -> ${tr.to}`);
   t.deepEqual([...allowed].sort(), drawn.sort());
   t.true(allowed.size >= 6, 'the six transitions of the lifecycle, at least');
+});
+
+test("an order's diagram is drawn once per path and is, byte for byte, the drawing of its own title", async (t) => {
+  let drawings = 0;
+  const service = createOrderDiagramService({
+    render: (model, highlight) => {
+      drawings++;
+      return renderDiagram(model, highlight);
+    },
+  });
+  const shipped = [
+    { from: null, to: 'PENDING', changedBy: 7 },
+    { from: 'PENDING', to: 'CONFIRMED', changedBy: 3 },
+    { from: 'CONFIRMED', to: 'SHIPPED', changedBy: 3 },
+  ];
+  const expired = [
+    { from: null, to: 'PENDING', changedBy: 7 },
+    { from: 'PENDING', to: 'CANCELLED', changedBy: null },
+  ];
+  // The widest and the narrowest characters an order number can hold, and two paths.
+  const orders = [
+    { orderNumber: '20261129-WWWWWWWWWWWW', status: 'SHIPPED', statusHistory: shipped },
+    { orderNumber: '20261129-111111111111', status: 'SHIPPED', statusHistory: shipped },
+    { orderNumber: '20261130-MMMMMMMMMMMM', status: 'CANCELLED', statusHistory: expired },
+  ];
+  for (const order of orders) {
+    const steps = order.statusHistory.map((change) => ({
+      from: change.from,
+      to: change.to,
+      bySystem: change.from !== null && change.changedBy === null,
+    }));
+    const own = await renderDiagram(diagramModel(), {
+      current: order.status,
+      steps,
+      title: `Order ${order.orderNumber}: ${order.status}`,
+    });
+    t.is(await service.orderDiagram(order), own, order.orderNumber);
+    t.true(own.includes(`Order ${order.orderNumber.replace('-', '&#45;')}: ${order.status}`));
+  }
+  t.is(drawings, 2, 'one drawing per path');
+  await service.orderDiagram(orders[0]);
+  t.is(drawings, 2, 'asked again: not drawn again');
+  // A number of another shape (none is made so) is drawn with its own title.
+  const odd = await service.orderDiagram({ ...orders[0], orderNumber: 'legacy-7' });
+  t.true(odd.includes('Order legacy&#45;7: SHIPPED'));
+  t.is(drawings, 3);
 });
