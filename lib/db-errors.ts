@@ -22,7 +22,9 @@ interface DriverErrorLike {
 }
 
 // Network and protocol failures (node:net, mysql2), lock and statement timeouts and deadlocks (MariaDB, MySQL),
-// refusals by an overloaded or stopping server, and SQLite's busy timeout running out.
+// refusals by an overloaded or stopping server, a server that cannot store (disk or table full, read-only after a
+// failover), and SQLite's busy timeout running out. SQLite's full, I/O error and read-only families are matched by
+// prefix below (SQLITE_IOERR_WRITE, SQLITE_READONLY_DBMOVED, ...).
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -51,11 +53,15 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_BUSY',
   'SQLITE_BUSY_SNAPSHOT',
   'SQLITE_BUSY_TIMEOUT',
+  'SQLITE_FULL',
 ]);
+const UNAVAILABLE_CODE_FAMILIES = /^SQLITE_(IOERR|READONLY)(_|$)/;
 
 // MariaDB's max_statement_time (1969) has no name in every mysql2 version; CR_SERVER_GONE_ERROR and
-// CR_SERVER_LOST (2006, 2013) come from other clients and proxies.
-const UNAVAILABLE_ERRNOS = new Set([1969, 2006, 2013]);
+// CR_SERVER_LOST (2006, 2013) come from other clients and proxies. A server that cannot store: ER_DISK_FULL (1021),
+// ER_RECORD_FILE_FULL (1114: a table or its tablespace is full), ER_OPTION_PREVENTS_STATEMENT (1290: read_only, as a
+// replica or a server being failed over is) and ER_READ_ONLY_MODE (1836).
+const UNAVAILABLE_ERRNOS = new Set([1969, 2006, 2013, 1021, 1114, 1290, 1836]);
 
 /** The driver's error and whatever wraps it (Objection's nativeError, an Error's cause), outermost first. */
 function chain(err: unknown): DriverErrorLike[] {
@@ -72,7 +78,8 @@ function chain(err: unknown): DriverErrorLike[] {
 export function isDatabaseUnavailable(err: unknown): boolean {
   return chain(err).some(
     (e) =>
-      (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) ||
+      (typeof e.code === 'string' &&
+        (UNAVAILABLE_CODES.has(e.code) || UNAVAILABLE_CODE_FAMILIES.test(e.code))) ||
       (typeof e.errno === 'number' && UNAVAILABLE_ERRNOS.has(e.errno)) ||
       // knex: the pool had no connection within acquireConnectionTimeout
       e.name === 'KnexTimeoutError' ||

@@ -10,7 +10,7 @@ import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
 import { limitMysqlConnection, type GivenUp } from './db-timeouts';
 import { endLostLater } from './lost-connections';
-import { cachePreparedStatements } from './sqlite-statements';
+import { cachePreparedStatements, rollbackOnlyWhenOpen } from './sqlite-statements';
 import type { Logger } from './logger';
 
 export type Db = Knex;
@@ -42,16 +42,23 @@ export function knexConfig(
       client: 'better-sqlite3',
       connection: { filename: database.filename },
       useNullAsDefault: true,
+      // The one connection is shared by every request: one waits for it no longer than on MySQL/MariaDB.
+      ...(timeouts && { acquireConnectionTimeout: timeouts.acquireMs }),
       compileSqlOnError: false,
       ...log,
       migrations,
       seeds,
       pool: {
         afterCreate(
-          conn: { pragma(sql: string): unknown; prepare(sql: string): unknown },
+          conn: {
+            pragma(sql: string): unknown;
+            prepare(sql: string): unknown;
+            readonly inTransaction: boolean;
+          },
           done: (err: Error | null, conn: unknown) => void,
         ) {
           cachePreparedStatements(conn);
+          rollbackOnlyWhenOpen(conn);
           conn.pragma('journal_mode = WAL');
           conn.pragma('foreign_keys = ON');
           conn.pragma(`busy_timeout = ${timeouts?.statementMs ?? 5000}`);

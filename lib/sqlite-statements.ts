@@ -56,3 +56,26 @@ export function cachePreparedStatements(
 export function statementCacheSize(connection: object): { entries: number; chars: number } | null {
   return caches.get(connection)?.() ?? null;
 }
+
+interface Transactional extends Preparing {
+  readonly inTransaction: boolean;
+}
+
+/**
+ * SQLite ends a transaction by itself on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, SQLITE_INTERRUPT):
+ * knex's ROLLBACK then fails with "no transaction is active", and that error replaces the one that ended the
+ * transaction (a full disk answered 500 instead of 503). Here a ROLLBACK with no transaction open does nothing, so
+ * the transaction fails with its own error.
+ */
+export function rollbackOnlyWhenOpen(connection: Transactional): void {
+  const prepare = connection.prepare.bind(connection);
+  connection.prepare = (sql: string) => {
+    const statement = prepare(sql) as { reader: boolean; run(...args: unknown[]): unknown };
+    if (sql !== 'ROLLBACK') return statement;
+    return {
+      reader: false,
+      run: (...args: unknown[]) =>
+        connection.inTransaction ? statement.run(...args) : { changes: 0, lastInsertRowid: 0 },
+    };
+  };
+}

@@ -221,7 +221,73 @@ mysqlOnly(
   },
 );
 
+mysqlOnly(
+  'a server that cannot store (a full table, a statement its options forbid, as read_only does) is "unavailable"',
+  async (t) => {
+    // ER_RECORD_FILE_FULL (1114): a MEMORY table at its session's size limit, as a full tablespace answers.
+    const full = await db
+      .transaction(async (trx) => {
+        await trx.raw('SET SESSION max_heap_table_size = 16384');
+        await trx.raw('CREATE TEMPORARY TABLE filling (x VARCHAR(200)) ENGINE=MEMORY');
+        for (let i = 0; i < 10_000; i++) await trx.raw('INSERT INTO filling VALUES (?)', ['x'.repeat(200)]);
+      })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
+    assertSafe(t, full, /^ER_RECORD_FILE_FULL: /);
+    t.true(isDatabaseUnavailable(full));
+    // ER_OPTION_PREVENTS_STATEMENT (1290), which a read_only server answers every write with (read_only itself is
+    // global, so the shared test server shows the same error through --secure-file-priv instead).
+    const prevented = await db.raw(`SELECT 1 INTO OUTFILE '/nonexistent-dir/x.txt'`).catch((e: unknown) => e);
+    assertSafe(t, prevented, /^ER_OPTION_PREVENTS_STATEMENT: /);
+    t.true(isDatabaseUnavailable(prevented));
+    const client = toClientError(prevented);
+    t.true(client instanceof ServiceUnavailableError);
+    t.is((client as ServiceUnavailableError).retryAfterSeconds, 5);
+  },
+);
+
 const sqliteOnly = DB_KIND === 'sqlite' ? test.serial : test.skip;
+
+sqliteOnly(
+  'SQLite: a file that cannot grow (SQLITE_FULL) or is opened read-only (SQLITE_READONLY) is "unavailable"',
+  async (t) => {
+    const config = testConfig(database.env);
+    if (config.database.client !== 'sqlite') throw new Error('SQLite expected');
+    const readOnly = knexFactory({
+      client: 'better-sqlite3',
+      connection: { filename: config.database.filename, options: { readonly: true } },
+      useNullAsDefault: true,
+    });
+    try {
+      const refused = await readOnly('members')
+        .insert(memberRow('readonly@x.test'))
+        .catch((e: unknown) => e);
+      assertSafe(t, refused, /^SQLITE_READONLY: /);
+      t.true(isDatabaseUnavailable(refused));
+    } finally {
+      await readOnly.destroy();
+    }
+    const [{ page_count: pages }] = (await db.raw('PRAGMA page_count')) as Array<{ page_count: number }>;
+    await db.raw(`PRAGMA max_page_count = ${pages}`);
+    try {
+      let full: unknown = null;
+      for (let i = 0; i < 10_000 && !full; i++)
+        full = await db('members')
+          .insert(memberRow(`full-${i}@x.test`))
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
+      assertSafe(t, full, /^SQLITE_FULL: /);
+      t.true(isDatabaseUnavailable(full));
+      t.true(toClientError(full) instanceof ServiceUnavailableError);
+    } finally {
+      await db.raw('PRAGMA max_page_count = 1073741823');
+    }
+  },
+);
 
 sqliteOnly('SQLite: a write lock held past the busy timeout is SQLITE_BUSY, "unavailable"', async (t) => {
   const config = testConfig(database.env);
