@@ -27,6 +27,10 @@ async function idStep(db: Knex): Promise<number | null> {
         Number(rows[0]?.mode) <= 1 ? Number(rows[0].step) : null,
       );
     decided.set(key, answer);
+    // A failed read (a connection lost at it) is asked again by the next batch, not kept for every batch to come.
+    answer.catch(() => {
+      if (decided.get(key) === answer) decided.delete(key);
+    });
   }
   return answer;
 }
