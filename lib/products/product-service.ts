@@ -159,6 +159,21 @@ export function createProductService(deps: ProductServiceDeps) {
     await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
   }
 
+  /**
+   * Runs a seller's writes of a product and announces the product whatever their outcome, before an error reaches
+   * the seller: a write that failed may have been applied (its answer lost: the actor's re-read after it, a
+   * forwarded write's reply), and of two writes the first stays saved when the second fails. Otherwise no cache
+   * here or on a peer would drop the old name, price, stock or a deleted product until its TTL.
+   */
+  async function announcedWhateverHappens(productId: number, writes: () => Promise<void>): Promise<void> {
+    try {
+      await writes();
+    } catch (err) {
+      await announce(productId);
+      throw err;
+    }
+  }
+
   async function changed(productId: number): Promise<ProductJson> {
     await announce(productId);
     const json = await loadOne(productId);
@@ -235,29 +250,23 @@ export function createProductService(deps: ProductServiceDeps) {
       await assertOwnedLive(seller, productId);
       if (patch.categoryId !== undefined) await assertCategory(patch.categoryId);
       const { stockQuantity, ...edit } = patch;
-      const matched = await repository.updateLive(productId, seller.id, edit);
-      if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
-      if (stockQuantity !== undefined) {
+      await announcedWhateverHappens(productId, async () => {
+        const matched = await repository.updateLive(productId, seller.id, edit);
+        if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
         // The stock write runs in the product's actor (perhaps on another instance), so it cannot share the
-        // edit's transaction: when it fails, the edit above stays saved, and the stock itself may have been
-        // written (the actor's re-read or a forwarded reply failed after it). Announced before the error
-        // reaches the seller, so no cache here or on a peer keeps the old name, price or stock for its TTL.
-        let written: boolean;
-        try {
-          written = await stockWrites.setStock(productId, seller.id, stockQuantity);
-        } catch (err) {
-          await announce(productId);
-          throw err;
-        }
-        if (!written) throw notFound(productId); // deleted between the ownership check and the write
-      }
+        // edit's transaction: when it fails, the edit above stays saved.
+        if (stockQuantity !== undefined && !(await stockWrites.setStock(productId, seller.id, stockQuantity)))
+          throw notFound(productId); // deleted between the ownership check and the write
+      });
       return changed(productId);
     },
 
     async remove(seller: AuthMember, productId: number): Promise<void> {
       await assertOwnedLive(seller, productId);
-      if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
-      await events.emit('productsChanged', { productIds: [productId], origin: 'catalog' });
+      await announcedWhateverHappens(productId, async () => {
+        if (!(await stockWrites.softDelete(productId, seller.id))) throw notFound(productId);
+      });
+      await announce(productId);
       // The delete stands whatever happens here: the pruner removes what this could not.
       await deps.images
         .purgeDeletedProduct(productId)

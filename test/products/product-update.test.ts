@@ -1,7 +1,8 @@
 // A seller's PATCH is two writes: the catalog fields (one guarded UPDATE) and then the stock, through the
 // inventory. When the stock write fails after the first committed, the saved edit must still be announced:
 // otherwise the cached detail (and every peer's) keeps the old name and price until it expires. A stock write
-// that failed may also have been applied (only its answer was lost), so it is announced too.
+// that failed may also have been applied (only its answer was lost), so it is announced too; so is a catalog
+// write or a DELETE whose answer was lost.
 import test from 'ava';
 import { createCategoryService } from '../../lib/categories/category-service';
 import { ServiceUnavailableError } from '../../lib/errors';
@@ -105,5 +106,50 @@ test('a stock-only PATCH whose write was applied but whose answer was lost is an
     id: productId,
     stockQuantity: 3,
   });
+  t.deepEqual(announced, [[productId]]);
+});
+
+test('a DELETE whose soft delete was applied but whose answer was lost is announced: the detail is 404 at once', async (t) => {
+  const guarded = createStockWrites(app.db);
+  const { service, announced } = serviceWithStockWrites({
+    setStock: guarded.setStock,
+    softDelete: async (productId, sellerId) => {
+      await guarded.softDelete(productId, sellerId);
+      throw new ServiceUnavailableError('No answer from the owner of the product');
+    },
+  });
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 10 });
+  const auth = { id: seller.id, role: 'SELLER' as const };
+
+  t.like(JSON.parse((await service.detail(productId, null)).document.json), {
+    id: productId,
+    status: 'ON_SALE',
+  });
+  await t.throwsAsync(service.remove(auth, productId), { instanceOf: ServiceUnavailableError });
+  t.is((await app.db('products').where('id', productId).first('status')).status, 'DELETED');
+  await t.throwsAsync(service.detail(productId, null), { message: `Product ${productId} not found` });
+  t.deepEqual(announced, [[productId]]);
+});
+
+test('a PATCH whose catalog write was applied but whose answer was lost is announced: the detail shows the new name', async (t) => {
+  const { service, announced } = serviceWithStockWrites(createStockWrites(app.db));
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { name: 'Old name' });
+  const auth = { id: seller.id, role: 'SELLER' as const };
+  t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'Old name' });
+  // The UPDATE is applied; its answer is lost on the way back (knex's query-response event runs before it).
+  const lose = (_response: unknown, query: { sql?: string }) => {
+    if (query.sql?.startsWith('update') && query.sql.includes('`products`'))
+      throw new Error('Connection lost');
+  };
+  app.db.on('query-response', lose);
+  try {
+    await t.throwsAsync(service.update(auth, productId, { name: 'New name' }));
+  } finally {
+    app.db.off('query-response', lose);
+  }
+  t.is((await app.db('products').where('id', productId).first('name')).name, 'New name');
+  t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'New name' });
   t.deepEqual(announced, [[productId]]);
 });
