@@ -237,8 +237,16 @@ export function createImageService({ config, db, logger, events, quotas }: Image
             return listImages(productId, trx);
           });
         } catch (err) {
-          // The rows may exist (the outcome of a lost COMMIT is unknown): their files stay.
-          if (outcomeUnknown) throw err;
+          // The rows may exist (the outcome of a lost COMMIT is unknown): their files stay, and the product is
+          // announced, so no cache keeps its old images list should they exist.
+          if (outcomeUnknown) {
+            await events
+              .emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' })
+              .catch((failure: unknown) =>
+                log.error({ err: failure, productId }, 'Announcing the images failed'),
+              );
+            throw err;
+          }
           // The transaction rolled back (or never committed): the moved files must go too.
           await removeQuietly(moved);
           if (err instanceof CommitNotApplied) {

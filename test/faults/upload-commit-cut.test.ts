@@ -1,7 +1,8 @@
 // An image upload whose COMMIT gets no answer (the link is cut right after the COMMIT was sent, so the server
 // applied it): the service looks for the rows before it removes the files it moved, so no product image row ever
 // points at a file that is gone. Cut before the COMMIT reaches the server instead: nothing is stored, no file is
-// left, and the answer is a 503 with Retry-After.
+// left, and the answer is a 503 with Retry-After. When not even the check gets an answer, the product is announced
+// all the same, so its cached detail shows the images once they are read again.
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
@@ -72,6 +73,46 @@ if (!onMariaDb) {
         { name: 'a.png', data: imageBytes('png') },
       ]);
       t.is(again.status, 201, again.text);
+    },
+  );
+
+  test.serial(
+    "no answer to the COMMIT and none to the check: 503, and the product's cached detail shows the images stored",
+    async (t) => {
+      const [productId] = [...service.world.initial.keys()];
+      const seller = service.world.sellers[0];
+      const detail = async () =>
+        (await service.app.request('GET', `/api/v1/products/${productId}`)).body.images as Array<{
+          imageUrl: string;
+        }>;
+      const before = await detail(); // cached now
+      // The COMMIT reaches the server, then every connection is cut and refused for longer than the check tries.
+      const cut = service.proxy.cutOn('COMMIT', {
+        forward: true,
+        after: 'insert into `product_images`',
+        blackoutMs: 4_000,
+      });
+      const res = await upload(service.app, productId, seller.token, [
+        { name: 'c.png', data: imageBytes('png') },
+      ]);
+      await cut;
+      t.is(res.status, 503, res.text);
+      t.like(res.body, { status: 503, code: 'SERVICE_UNAVAILABLE' });
+      t.truthy(res.headers.get('retry-after'));
+      const stored = await rows(productId);
+      t.is(stored.length, before.length + 1, 'the COMMIT was applied');
+      // Announced: once the database answers again, the detail is read again, not served from the cache filled
+      // before the upload.
+      let after = await service.app.request('GET', `/api/v1/products/${productId}`);
+      for (const until = Date.now() + 10_000; after.status === 503 && Date.now() < until;) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        after = await service.app.request('GET', `/api/v1/products/${productId}`);
+      }
+      t.is(after.status, 200, after.text);
+      t.deepEqual(
+        (after.body.images as Array<{ imageUrl: string }>).map((image) => image.imageUrl),
+        stored.map((row: { image_url: string }) => row.image_url),
+      );
     },
   );
 }
