@@ -2,7 +2,9 @@
 // cap) and a drain that loses no request: on shutdown it stops accepting, every response from then on
 // carries `Connection: close` (so a keep-alive client learns before its next request that this socket
 // ends), and idle keep-alive sockets are closed once they have stayed idle a moment. Node's own
-// server.close() closes idle sockets at once, which resets a request a client is just sending on one.
+// server.close() closes idle sockets at once, which resets a request a client is just sending on one. A socket
+// on which part of a request has arrived is not idle, though Node hands the request over only once its headers
+// are all here: it is answered (or ends with the headers timeout, or the drain's deadline).
 import http from 'node:http';
 import net from 'node:net';
 import type { HttpLimits } from './config';
@@ -13,6 +15,11 @@ export const IDLE_GRACE_MS = 500;
 interface SocketState {
   active: number;
   idleSince: number;
+  /**
+   * The bytes read from the socket when its last request had been read whole: more since then are a request still
+   * arriving (its headers not all here, so Node has not handed it over yet), and the socket is not idle.
+   */
+  bytesAtIdle: number;
 }
 
 export interface GracefulServer {
@@ -46,6 +53,13 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
       if (!state) return;
       state.active--;
       state.idleSince = Date.now();
+      state.bytesAtIdle = req.socket.bytesRead;
+      // Answered before its body was all read: the rest, which Node reads and drops, is not a new request.
+      if (!req.complete)
+        req.once('end', () => {
+          state.bytesAtIdle = req.socket.bytesRead;
+          state.idleSince = Date.now();
+        });
     });
     void handle(req, res);
   };
@@ -67,7 +81,7 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on('connection', (socket: net.Socket) => {
-    sockets.set(socket, { active: 0, idleSince: Date.now() });
+    sockets.set(socket, { active: 0, idleSince: Date.now(), bytesAtIdle: 0 });
     socket.once('close', () => sockets.delete(socket));
   });
 
@@ -83,7 +97,8 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
         const check = () => {
           const now = Date.now();
           for (const [socket, state] of sockets) {
-            if (state.active === 0 && now - state.idleSince >= IDLE_GRACE_MS) socket.end();
+            const idle = state.active === 0 && socket.bytesRead === state.bytesAtIdle;
+            if (idle && now - state.idleSince >= IDLE_GRACE_MS) socket.end();
           }
           if (sockets.size === 0 || now >= deadline) {
             clearInterval(timer);
