@@ -1,7 +1,7 @@
 // Request schemas of the auth endpoints and the token pair they answer with.
 import * as yup from 'yup';
 import { constString, stringField } from '../http/response-fields';
-import { strictObject } from '../http/validate';
+import { maxChars, strictObject } from '../http/validate';
 import {
   businessNumberField,
   emailField,
@@ -47,7 +47,7 @@ export type SignupInput = yup.InferType<typeof signupBody>;
 
 export const loginBody = strictObject({
   // Login is lenient about the e-mail's format (a wrong one is simply INVALID_CREDENTIALS).
-  email: emailText().required('email is required').max(255, 'email must be at most 255 characters'),
+  email: emailText().required('email is required').test(maxChars(255, 'email must be at most 255 characters')),
   password: text().defined('password is required').max(1000, 'password is too long'),
 }).meta({
   description: 'The e-mail is matched case-insensitively.',

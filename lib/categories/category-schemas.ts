@@ -1,6 +1,6 @@
 // Request schemas (yup, strict) and the category shape of the category endpoints.
 import * as yup from 'yup';
-import { id, strictObject } from '../http/validate';
+import { id, maxChars, strictObject } from '../http/validate';
 import { idField, intField, stringField } from '../http/response-fields';
 
 export const createCategoryBody = strictObject({
@@ -11,7 +11,7 @@ export const createCategoryBody = strictObject({
     .typeError('name must be a string')
     .required('name is required')
     .min(1, 'name must not be blank')
-    .max(100, 'name must be at most 100 characters'),
+    .test(maxChars(100, 'name must be at most 100 characters')),
   parentId: id()
     .nullable()
     .optional()

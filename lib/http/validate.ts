@@ -45,6 +45,38 @@ const REFUSED_BY_TYPE: Record<string, () => unknown> = {
   date: () => NaN,
 };
 
+/**
+ * A string's length in characters as JSON Schema's maxLength and MySQL's VARCHAR count them: code points, so an
+ * emoji (two UTF-16 units in JavaScript) is one.
+ */
+export function charCount(value: string): number {
+  let count = value.length;
+  for (let i = 0; i < value.length - 1; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--;
+        i++;
+      }
+    }
+  }
+  return count;
+}
+
+/**
+ * yup's string `max`, counted in characters (charCount) rather than UTF-16 units: `schema.test(maxChars(n, msg))`.
+ * The test keeps yup's name and params, so it replaces a `max` and the OpenAPI document's maxLength follows it.
+ */
+export const maxChars = (max: number, message: string): yup.TestConfig<string | null | undefined> => ({
+  name: 'max',
+  exclusive: true,
+  params: { max },
+  message,
+  skipAbsent: true,
+  test: (value) => value === null || value === undefined || value.length <= max || charCount(value) <= max,
+});
+
 // With the u flag a surrogate matches only when it is not half of a pair.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 // SQLite's LIKE and FTS5 and bcrypt read a string only up to its first NUL; MySQL reads all of it.

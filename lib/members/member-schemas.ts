@@ -1,7 +1,7 @@
 // Request schemas of the member endpoints, and the field rules signup shares with them.
 import * as yup from 'yup';
 import { passwordByteLengthError } from '../auth/passwords';
-import { strictObject } from '../http/validate';
+import { maxChars, strictObject } from '../http/validate';
 import { pageQueryFields } from '../http/pagination';
 import { enumField, idField, pageShape, stringField, timeField } from '../http/response-fields';
 
@@ -33,7 +33,7 @@ export const emailText = () =>
     .typeError('${path} must be a string');
 
 export const emailField = () =>
-  emailText().max(255, 'email must be at most 255 characters').email('email must be a valid e-mail address');
+  emailText().test(maxChars(255, 'email must be at most 255 characters')).email('email must be a valid e-mail address');
 
 /** A new password: 8-72 bytes of UTF-8 (bcrypt reads only 72), never trimmed. */
 export const newPasswordField = () =>
@@ -51,7 +51,7 @@ export const newPasswordField = () =>
     });
 
 export const nameField = () =>
-  text({ trim: true }).min(1, 'name must not be blank').max(100, 'name must be at most 100 characters');
+  text({ trim: true }).min(1, 'name must not be blank').test(maxChars(100, 'name must be at most 100 characters'));
 
 export const phoneField = () =>
   text({ trim: true }).matches(
@@ -61,7 +61,7 @@ export const phoneField = () =>
 
 export const businessNumberField = () =>
   text({ trim: true })
-    .max(30, 'businessNumber must be at most 30 characters')
+    .test(maxChars(30, 'businessNumber must be at most 30 characters'))
     .meta({ description: 'Business registration number, at most 30 characters (trimmed); sellers only' });
 
 export const ROLES = ['BUYER', 'SELLER', 'ADMIN'] as const;
@@ -90,7 +90,7 @@ export const listMembersQuery = strictObject({
     .oneOf([...ROLES], 'role must be one of BUYER, SELLER, ADMIN')
     .optional()
     .meta({ description: 'Only members of this role' }),
-  keyword: text({ trim: true }).max(100, 'keyword must be at most 100 characters').optional().meta({
+  keyword: text({ trim: true }).test(maxChars(100, 'keyword must be at most 100 characters')).optional().meta({
     description:
       'Part of the e-mail or the name, case-insensitive as the product keyword (accents are letters of their own); % and _ match themselves',
     example: 'demo',

@@ -2,7 +2,7 @@
 // endpoints (the TypeScript types and the OpenAPI components both come from them).
 import * as yup from 'yup';
 import { ORDER_STATUSES, SELLER_EVENT_FOR_TARGET } from '../../actors/order-lifecycle-machine';
-import { id, strictObject } from '../http/validate';
+import { id, maxChars, strictObject } from '../http/validate';
 import { pageQueryFields } from '../http/pagination';
 import {
   enumField,
@@ -24,7 +24,7 @@ const text = (max: number, allowEmpty = false) =>
     .strict()
     .typeError('${path} must be a string')
     .defined('${path} is required')
-    .max(max, `\${path} must be at most ${max} characters`)
+    .test(maxChars(max, `\${path} must be at most ${max} characters`))
     .test('not-blank', '${path} must not be blank', (value) => allowEmpty || (value ?? '').trim().length > 0)
     // `\S`: JavaScript's whitespace is exactly what trim() removes.
     .meta(

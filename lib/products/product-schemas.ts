@@ -1,7 +1,7 @@
 // Request schemas (yup, strict: unknown fields are a 400) and the response shapes of the product endpoints
 // (the TypeScript types and the OpenAPI components both come from them).
 import * as yup from 'yup';
-import { id, integer, strictObject } from '../http/validate';
+import { id, integer, maxChars, strictObject } from '../http/validate';
 import { pageQueryFields } from '../http/pagination';
 import {
   enumField,
@@ -33,7 +33,7 @@ const trimmedString = (field: string, max: number) =>
     // Trim only real strings: a number must not be coerced into a name.
     .transform((_value, original) => (typeof original === 'string' ? original.trim() : original))
     .typeError(`${field} must be a string`)
-    .max(max, `${field} must be at most ${max} characters`);
+    .test(maxChars(max, `${field} must be at most ${max} characters`));
 
 /**
  * A JSON number with at most 2 decimals, > 0. `Math.round(v * 100) / 100 === v` is exact below 2^53/100:
