@@ -4,7 +4,7 @@
 // cached copies before the writer responds.
 import type { AuthMember } from '../auth/tokens';
 import type { Db } from '../db';
-import { centsToDecimal, toCents } from '../db';
+import { centsToDecimal, retryDeadlocks, toCents } from '../db';
 import { createCache, type CacheObserver } from '../cache';
 import type { EventBus } from '../events';
 import type { ImageService } from '../images/image-service';
@@ -221,24 +221,29 @@ export function createProductService(deps: ProductServiceDeps) {
       await assertCategory(input.categoryId);
       const now = new Date();
       const status = statusFollowingStock(input.status, input.stockQuantity);
-      const productId = await db.transaction(async (trx): Promise<number> => {
-        await deps.quotas.reserveProduct(trx, seller.id);
-        return repository.insert(
-          {
-            seller_id: seller.id,
-            category_id: input.categoryId,
-            name: input.name,
-            description: input.description ?? null,
-            price: centsToDecimal(toCents(input.price)),
-            stock_quantity: input.stockQuantity,
-            status,
-            sales_count: 0,
-            created_at: now,
-            updated_at: now,
-          },
-          trx,
-        );
-      });
+      // The seller's row is locked first (the quota), then the product inserted; an order batch of this seller's
+      // products holds their rows (and index gaps) and then reads the seller's row for its foreign key: InnoDB may
+      // roll this transaction back as a deadlock victim, and nothing of it was written, so it runs again.
+      const productId = await retryDeadlocks(() =>
+        db.transaction(async (trx): Promise<number> => {
+          await deps.quotas.reserveProduct(trx, seller.id);
+          return repository.insert(
+            {
+              seller_id: seller.id,
+              category_id: input.categoryId,
+              name: input.name,
+              description: input.description ?? null,
+              price: centsToDecimal(toCents(input.price)),
+              stock_quantity: input.stockQuantity,
+              status,
+              sales_count: 0,
+              created_at: now,
+              updated_at: now,
+            },
+            trx,
+          );
+        }),
+      );
       return changed(productId);
     },
 

@@ -1,12 +1,12 @@
-// Refresh-token rotation and a password change retry when InnoDB picks their transaction as a deadlock
-// victim: each is driven into a real deadlock with a rival transaction (test/helpers/deadlocks.ts) and the
-// HTTP call must answer as usual, not 503. SQLite has one writer and no deadlocks.
+// Refresh-token rotation, a password change and a product's creation retry when InnoDB picks their transaction
+// as a deadlock victim: each is driven into a real deadlock with a rival transaction (test/helpers/deadlocks.ts)
+// and the HTTP call must answer as usual, not 503. SQLite has one writer and no deadlocks.
 // A profile edit without a password change is one UPDATE of one member row: it holds no lock while it waits
 // for one, so it can never be part of a cycle; only the password change's transaction can. The last test puts
 // it against the rival that deadlocks a password change.
 import test from 'ava';
 import { openRival } from '../helpers/deadlocks';
-import { createMember, login } from '../helpers/factories';
+import { createCategory, createMember, login } from '../helpers/factories';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
 import { watchQueries } from '../helpers/queries';
 
@@ -129,3 +129,33 @@ mysqlOnly(
     }
   },
 );
+
+mysqlOnly('POST /products chosen as deadlock victim is run again and answers 201', async (t) => {
+  // As an order batch of the seller's products does: it holds product rows and gaps, then reads the seller's
+  // row for its foreign key, while the creation holds the seller's row (the quota) and waits to insert.
+  const seller = await createMember(app, 'SELLER');
+  const categoryId = await createCategory(app);
+  const inserts = watchQueries(app.db, (q) => /^insert into `products`/i.test(q.sql));
+  const rival = await openRival(app.config.database);
+  try {
+    const [[{ top }]] = await rival.trx.raw('SELECT COALESCE(MAX(id), 0) AS top FROM products');
+    await rival.trx.raw('SELECT id FROM products WHERE id > ? FOR UPDATE', [top]); // the gap a new row goes in
+    const create = app.request('POST', '/api/v1/products', {
+      token: seller.token,
+      body: { categoryId, name: 'Deadlocked lamp', price: 12.5, stockQuantity: 3 },
+    });
+    await rival.blocks(create);
+    await rival.trx.raw('SELECT id FROM members WHERE id = ? FOR UPDATE', [seller.id]);
+    t.is(Number((await rival.trx('products').where('seller_id', seller.id).count({ n: '*' }))[0].n), 0);
+    await rival.trx.rollback();
+
+    const res = await create;
+    t.is(res.status, 201, res.text);
+    t.like(res.body, { name: 'Deadlocked lamp', price: 12.5, stockQuantity: 3, sellerId: seller.id });
+    t.is(inserts.count(), 2, 'the creation ran twice');
+    t.is(Number((await app.db('products').where('seller_id', seller.id).count({ n: '*' }))[0].n), 1);
+  } finally {
+    inserts.stop();
+    await rival.end();
+  }
+});
