@@ -9,7 +9,7 @@ import { UnsupportedMediaTypeError } from '../errors';
 import { admitCaller, callerOf, type AuthRequirement, type CallerOf } from './authenticate';
 import { errorShape } from './error-body';
 import { staticPathGuard } from './fallback';
-import { validateInput, validateText } from './validate';
+import { strictObject, validateInput, validateText } from './validate';
 
 export type { AuthRequirement } from './authenticate';
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -118,6 +118,9 @@ function declaredHeaders(schema: AnyObjectSchema): (ctx: Context) => Record<stri
   };
 }
 
+/** A route that declares no query parameters takes none: any is an unknown field (400), as in a declared query. */
+const NO_QUERY = strictObject({});
+
 type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 'params' | 'query' | 'auth'>;
 
 /**
@@ -137,7 +140,11 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
       }
       const input: EarlyInput = {
         params: def.params ? await validateText(def.params, ctx.params, 'params') : ctx.params,
-        query: def.query ? await validateText(def.query, ctx.query, 'query') : {},
+        query: def.query
+          ? await validateText(def.query, ctx.query, 'query')
+          : ctx.querystring
+            ? await validateText(NO_QUERY, ctx.query, 'query')
+            : {},
         auth: callerOf(ctx),
       };
       if (def.beforeBody) await def.beforeBody(input as never);

@@ -167,7 +167,8 @@ class DocumentBuilder {
     const add = (status: number, description: string) => {
       out[String(status)] ??= error(String(status), description);
     };
-    if (def.params || def.query || def.body) add(400, 'Invalid request (VALIDATION_ERROR)');
+    // Every operation refuses a query parameter it does not declare (lib/http/route.ts).
+    add(400, 'Invalid request (VALIDATION_ERROR)');
     if (def.auth === 'public') {
       if (!def.ignoreBearer)
         add(401, 'A token was sent and is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');

@@ -15,7 +15,8 @@ import {
 } from '../helpers/harness';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
-import { createMember } from '../helpers/factories';
+import { createMember, createProduct } from '../helpers/factories';
+import { assertError } from '../helpers/assertions';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -58,12 +59,12 @@ test('a valid client X-Request-Id is reused, an invalid one replaced', async (t)
 
 test('one access-log line per request in the spec format, with the request id', async (t) => {
   const id = `log-line-${Date.now()}`;
-  await app.request('GET', '/health/live?token=secret-in-query', { headers: { 'X-Request-Id': id } });
+  await app.request('GET', '/api/v1/products?keyword=secret-in-query', { headers: { 'X-Request-Id': id } });
   const lines = app.logs.lines.filter((line) => line.includes(`[${id}]`));
   t.is(lines.length, 1);
   t.regex(
     lines[0],
-    /^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\] \[INFO\] \[log-line-\d+\] \[HttpLogger\] GET \/health\/live 200 \d+\.\dms$/,
+    /^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\] \[INFO\] \[log-line-\d+\] \[HttpLogger\] GET \/api\/v1\/products 200 \d+\.\dms$/,
   );
   t.false(app.logs.text.includes('secret-in-query'), 'query strings are not logged');
 });
@@ -180,6 +181,25 @@ test('keys named like Object.prototype members are unknown fields (400), never a
     code: 'VALIDATION_ERROR',
     errors: [{ field: 'query.constructor', message: 'unknown field' }],
   });
+});
+
+test('a query parameter on a route that declares none is an unknown field (400), as on a route that declares some', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id);
+  for (const path of [
+    `/api/v1/products/${productId}?x=1`,
+    '/api/v1/categories?x=1',
+    '/api/v1/products/popular?x=1',
+  ]) {
+    const res = await app.request('GET', path);
+    assertError(t, res, 400, 'VALIDATION_ERROR', path.slice(0, path.indexOf('?')));
+    t.deepEqual(res.body.errors, [{ field: 'query.x', message: 'unknown field' }], path);
+  }
+  const members = await app.request('GET', '/api/v1/members/me?verbose=true', { token: seller.token });
+  t.deepEqual(members.body.errors, [{ field: 'query.verbose', message: 'unknown field' }]);
+  // No query, or an empty one, is none.
+  t.is((await app.request('GET', `/api/v1/products/${productId}?`)).status, 200);
+  t.is((await app.request('GET', '/api/v1/categories')).status, 200);
 });
 
 test('a body that is not a JSON object is a 400 naming the body', async (t) => {

@@ -49,17 +49,17 @@ test.serial(
   'a replay is the pipeline response (status, headers, body bytes) on each cached route, 200 and 304',
   async (t) => {
     const productId = await createProduct(app, seller.id, { categoryId });
-    // Each cached document is reached under two URLs: the first learns the ETag, so the second's first request
-    // is a 304 from the pipeline (only 200s are recorded), then its 200 from the pipeline, then both replayed.
-    const routes = [
-      ['/api/v1/categories?v=1', '/api/v1/categories'],
-      ['/api/v1/products/popular?limit=10', '/api/v1/products/popular'],
-      ['/api/v1/products/popular?limit=3', '/api/v1/products/popular?limit=03'],
-      [`/api/v1/products/${productId}?v=1`, `/api/v1/products/${productId}`],
+    // A HEAD (answered by the pipeline, never recorded) learns each document's ETag, so the path's first GET with
+    // it is a 304 from the pipeline (only 200s are recorded), then its 200 from the pipeline, then both replayed.
+    const paths = [
+      '/api/v1/categories',
+      '/api/v1/products/popular',
+      '/api/v1/products/popular?limit=03',
+      `/api/v1/products/${productId}`,
     ];
-    for (const [other, path] of routes) {
-      const etag = (await get(other)).res.headers.get('etag')!;
-      t.truthy(etag, other);
+    for (const path of paths) {
+      const etag = (await app.request('HEAD', path)).headers.get('etag')!;
+      t.truthy(etag, path);
       const piped304 = await get(path, { 'If-None-Match': etag });
       const piped = await get(path);
       const replayed = await get(path);
