@@ -2,7 +2,8 @@
 // from the database, so with the database down a probe that sends one would get 503 (or an Error body) instead
 // of the liveness or the readiness report.
 import { livenessShape, READINESS_DOWN_EXAMPLE, readinessShape } from '../lib/health/health-schemas';
-import { defineRoute, type RouteDef } from '../lib/http/route';
+import { DB_RETRY_AFTER_SECONDS } from '../lib/db-errors';
+import { defineRoute, RETRY_AFTER, type RouteDef } from '../lib/http/route';
 import type { Services } from '../lib/services';
 
 export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
@@ -34,11 +35,14 @@ export function healthRoutes(services: Pick<Services, 'health'>): RouteDef[] {
           description: 'Not ready (the checks say which part)',
           schema: readinessShape,
           example: READINESS_DOWN_EXAMPLE,
+          headers: RETRY_AFTER,
         },
       },
       handler: async (_input, ctx) => {
         const report = await services.health.ready();
         ctx.status = report.status === 'UP' ? 200 : 503;
+        // As every other 503: when to ask again (a database that is down is retried after as long).
+        if (ctx.status === 503) ctx.set('Retry-After', String(DB_RETRY_AFTER_SECONDS));
         ctx.body = report;
       },
     }),

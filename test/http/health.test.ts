@@ -26,6 +26,7 @@ test('GET /health/ready answers 503 when migrations are pending', async (t) => {
   try {
     const res = await fresh.request('GET', '/health/ready');
     t.is(res.status, 503);
+    t.is(res.headers.get('retry-after'), '5');
     t.deepEqual(res.body, { status: 'DOWN', checks: { database: 'UP', migrations: 'PENDING' } });
   } finally {
     await fresh.close();

@@ -302,6 +302,7 @@ test('/health/ready answers 503 DOWN when the database is unreachable', async (t
     else await other.db.destroy();
     const res = await other.request('GET', '/health/ready');
     t.is(res.status, 503);
+    t.is(res.headers.get('retry-after'), '5');
     t.deepEqual(res.body, { status: 'DOWN', checks: { database: 'DOWN', migrations: 'UNKNOWN' } });
   } finally {
     await other.close().catch(() => undefined);
