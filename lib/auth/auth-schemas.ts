@@ -47,7 +47,9 @@ export type SignupInput = yup.InferType<typeof signupBody>;
 
 export const loginBody = strictObject({
   // Login is lenient about the e-mail's format (a wrong one is simply INVALID_CREDENTIALS).
-  email: emailText().required('email is required').test(maxChars(255, 'email must be at most 255 characters')),
+  email: emailText()
+    .required('email is required')
+    .test(maxChars(255, 'email must be at most 255 characters')),
   password: text().defined('password is required').max(1000, 'password is too long'),
 }).meta({
   description: 'The e-mail is matched case-insensitively.',

@@ -33,7 +33,9 @@ export const emailText = () =>
     .typeError('${path} must be a string');
 
 export const emailField = () =>
-  emailText().test(maxChars(255, 'email must be at most 255 characters')).email('email must be a valid e-mail address');
+  emailText()
+    .test(maxChars(255, 'email must be at most 255 characters'))
+    .email('email must be a valid e-mail address');
 
 /** A new password: 8-72 bytes of UTF-8 (bcrypt reads only 72), never trimmed. */
 export const newPasswordField = () =>
@@ -51,7 +53,9 @@ export const newPasswordField = () =>
     });
 
 export const nameField = () =>
-  text({ trim: true }).min(1, 'name must not be blank').test(maxChars(100, 'name must be at most 100 characters'));
+  text({ trim: true })
+    .min(1, 'name must not be blank')
+    .test(maxChars(100, 'name must be at most 100 characters'));
 
 export const phoneField = () =>
   text({ trim: true }).matches(
@@ -90,11 +94,14 @@ export const listMembersQuery = strictObject({
     .oneOf([...ROLES], 'role must be one of BUYER, SELLER, ADMIN')
     .optional()
     .meta({ description: 'Only members of this role' }),
-  keyword: text({ trim: true }).test(maxChars(100, 'keyword must be at most 100 characters')).optional().meta({
-    description:
-      'Part of the e-mail or the name, case-insensitive as the product keyword (accents are letters of their own); % and _ match themselves',
-    example: 'demo',
-  }),
+  keyword: text({ trim: true })
+    .test(maxChars(100, 'keyword must be at most 100 characters'))
+    .optional()
+    .meta({
+      description:
+        'Part of the e-mail or the name, case-insensitive as the product keyword (accents are letters of their own); % and _ match themselves',
+      example: 'demo',
+    }),
   ...pageQueryFields(),
 });
 export type ListMembersQuery = yup.InferType<typeof listMembersQuery>;
