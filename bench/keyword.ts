@@ -24,7 +24,7 @@ import type { Knex } from 'knex';
 import { loadConfig } from '../lib/config';
 import { createDb, dialect, type Db } from '../lib/db';
 import { createLogger } from '../lib/logger';
-import { likeContains } from '../lib/query-helpers';
+import { applyKeywordCheck } from '../lib/products/keyword-index';
 import {
   applyFilters,
   applySort,
@@ -242,9 +242,7 @@ async function prepare(o: Options): Promise<Db> {
 /** The search as it was before the index: the same exact predicate, alone. */
 function scanList(db: Db, keyword: string, count: boolean): Knex.QueryBuilder {
   const q = applyFilters(db, count ? db('products').count({ n: '*' }) : db('products').select('*'), null, {});
-  q.whereRaw(`LOWER(name) LIKE LOWER(?)${dialect.isMysql(db) ? ' COLLATE utf8mb4_bin' : ''} ESCAPE '!'`, [
-    likeContains(keyword.toLowerCase()),
-  ]);
+  applyKeywordCheck(q, keyword, dialect.isMysql(db));
   return count ? q : applySort(q, parseSort('createdAt,desc')).limit(20);
 }
 

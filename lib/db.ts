@@ -10,7 +10,7 @@ import type { Config, DbTimeouts } from './config';
 import { knexLog } from './db-errors';
 import { limitMysqlConnection, type GivenUp } from './db-timeouts';
 import { endLostLater } from './lost-connections';
-import { cachePreparedStatements, rollbackOnlyWhenOpen } from './sqlite-statements';
+import { cachePreparedStatements, defineUnicodeLower, rollbackOnlyWhenOpen } from './sqlite-statements';
 import type { Logger } from './logger';
 
 export type Db = Knex;
@@ -53,12 +53,18 @@ export function knexConfig(
           conn: {
             pragma(sql: string): unknown;
             prepare(sql: string): unknown;
+            function(
+              name: string,
+              options: { deterministic: boolean },
+              fn: (value: unknown) => unknown,
+            ): unknown;
             readonly inTransaction: boolean;
           },
           done: (err: Error | null, conn: unknown) => void,
         ) {
           cachePreparedStatements(conn);
           rollbackOnlyWhenOpen(conn);
+          defineUnicodeLower(conn);
           conn.pragma('journal_mode = WAL');
           conn.pragma('foreign_keys = ON');
           conn.pragma(`busy_timeout = ${timeouts?.statementMs ?? 5000}`);

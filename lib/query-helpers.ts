@@ -2,6 +2,7 @@
 // pattern that matches a keyword literally. The HTTP side of paging (the page/size query parameters and
 // the page envelope) is lib/http/pagination.ts.
 import type { Knex } from 'knex';
+import { SQLITE_UNICODE_LOWER } from './sqlite-statements';
 import { affectedRows } from './db';
 
 export interface PageRequest {
@@ -59,11 +60,10 @@ export function likeContains(keyword: string): string {
 
 /**
  * The one "contains, case ignored" rule of every search (product names, the admin's member list): `column`, lowered,
- * contains `keyword`, lowered; `%` and `_` match themselves. On MySQL the database lowers both (full Unicode) and
- * the comparison is forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe" finding
- * "café") and treat every emoji as equal. SQLite compares bytes, but its LOWER() folds ASCII only, so the keyword is
- * tried lowered both ways: here in full Unicode (a lower-case "café noir" is found by "CAFÉ") and as SQLite lowers
- * the column (an upper-case "ÄRGER Box" is found by "ÄRGER" or "Ärger", not by "ärger"). Wrapped in one group.
+ * contains `keyword`, lowered; `%` and `_` match themselves. Both sides are lowered in full Unicode: on MySQL by the
+ * database, with the comparison forced to utf8mb4_bin, else the column's collation would also fold accents ("cafe"
+ * finding "café") and treat every emoji as equal; on SQLite, which compares bytes but whose LOWER() folds ASCII
+ * only, by JavaScript's toLowerCase on both sides (SQLITE_UNICODE_LOWER), so "москва" finds "МОСКВА Mug".
  */
 export function whereContainsIgnoringCase(
   q: Knex.QueryBuilder,
@@ -77,11 +77,10 @@ export function whereContainsIgnoringCase(
       likeContains(keyword),
     ]);
   }
-  return q.where((either) =>
-    either
-      .whereRaw(`LOWER(??) LIKE ? ESCAPE '!'`, [column, likeContains(keyword.toLowerCase())])
-      .orWhereRaw(`LOWER(??) LIKE LOWER(?) ESCAPE '!'`, [column, likeContains(keyword)]),
-  );
+  return q.whereRaw(`${SQLITE_UNICODE_LOWER}(??) LIKE ? ESCAPE '!'`, [
+    column,
+    likeContains(keyword.toLowerCase()),
+  ]);
 }
 
 /**

@@ -79,3 +79,17 @@ export function rollbackOnlyWhenOpen(connection: Transactional): void {
     };
   };
 }
+
+/** SQLite's LOWER folds ASCII only: this function, made on every connection, lowers in full Unicode. */
+export const SQLITE_UNICODE_LOWER = 'unicode_lower';
+
+interface Functions {
+  function(name: string, options: { deterministic: boolean }, fn: (value: unknown) => unknown): unknown;
+}
+
+/** Makes SQLITE_UNICODE_LOWER on `connection`: JavaScript's toLowerCase, the searches' case rule (query-helpers.ts). */
+export function defineUnicodeLower(connection: Functions): void {
+  connection.function(SQLITE_UNICODE_LOWER, { deterministic: true }, (value) =>
+    typeof value === 'string' ? value.toLowerCase() : value,
+  );
+}

@@ -43,8 +43,8 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
   const lowered = keyword.toLowerCase();
   // The candidates are a superset of the exact matches: the FTS5 trigram tokenizer folds case (a coarser
   // equality than the exact check's), and the MySQL table holds the very substrings of LOWER(name) that the
-  // exact check compares, byte for byte. On SQLite the exact check tries two spellings of the keyword, so the
-  // index is asked for both: JavaScript's lowering is not the tokenizer's folding ("İ" lowers to "i" and a
+  // exact check compares, byte for byte. On SQLite the exact check compares JavaScript's lowering of both sides,
+  // so the index is asked for the keyword as sent and lowered: JavaScript's lowering is not the tokenizer's folding ("İ" lowers to "i" and a
   // combining dot, which the tokenizer never sees in an indexed "İstanbul"). A spelling shorter than a trigram
   // matches nothing in FTS5, so then the index is not used at all.
   const spellings = [...new Set([keyword, lowered])];

@@ -155,7 +155,7 @@ const queryLimit = (max: number, fallback: number) => {
 const filterFields = {
   keyword: trimmedString('keyword', 200).optional().meta({
     description:
-      'Part of the name, case-insensitive (on the embedded SQLite database for ASCII letters only)',
+      'Part of the name, case-insensitive (Unicode case; accents and emoji are not folded); % and _ match themselves',
     example: 'phone',
   }),
   categoryId: id().optional().meta({ description: 'Only this category (not its children)' }),
