@@ -202,9 +202,11 @@ export function createImageService({ config, db, logger, events, quotas }: Image
       const images = await exclusive(productId, async () => {
         try {
           return await transactionWithOutcome(outcome, async (trx) => {
-            // The seller first (the image-bytes quota), then the product: the same order for every upload.
-            await quotas.lockSeller(trx, seller.id);
+            // The product first, then the seller (the image-bytes quota), as an order batch takes them: it holds
+            // the product's row, then reads the seller's row for its foreign key. The other way round the two
+            // deadlocked and the upload, InnoDB's victim, answered 503.
             await lockOwnedProduct(trx, productId, seller);
+            await quotas.lockSeller(trx, seller.id);
             // The transaction's first plain read, after the product's lock: it sees every upload committed before.
             const { count, maxOrder } = await repository.countImages(trx, productId);
             if (count + files.length > MAX_IMAGES_PER_PRODUCT) {

@@ -19,8 +19,10 @@ export function createSellerQuotas(config: Pick<Config, 'quotas'>) {
 
   return {
     /**
-     * Takes the seller's lock for this transaction. A transaction that also locks other rows must take this
-     * one FIRST (every quota user does), or two of them could wait on each other's locks (MySQL deadlock).
+     * Takes the seller's lock for this transaction. A transaction that also locks a product's row takes that one
+     * first (an image upload), as an order batch does (it holds product rows, then reads the seller's row for its
+     * foreign key): the same order everywhere, so none of them waits on another's locks in a cycle (a MySQL
+     * deadlock). A product's creation locks the seller before it inserts the product: it holds no product row.
      */
     lockSeller,
 

@@ -3,10 +3,12 @@
 // and the HTTP call must answer as usual, not 503. SQLite has one writer and no deadlocks.
 // A profile edit without a password change is one UPDATE of one member row: it holds no lock while it waits
 // for one, so it can never be part of a cycle; only the password change's transaction can. The last test puts
-// it against the rival that deadlocks a password change.
+// it against the rival that deadlocks a password change. An image upload avoids the cycle instead: it locks the
+// product before the seller, as an order batch does.
 import test from 'ava';
 import { openRival } from '../helpers/deadlocks';
-import { createCategory, createMember, login } from '../helpers/factories';
+import { createCategory, createMember, createProduct, login } from '../helpers/factories';
+import { imageBytes, upload } from './images-fixtures';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
 import { watchQueries } from '../helpers/queries';
 
@@ -159,3 +161,27 @@ mysqlOnly('POST /products chosen as deadlock victim is run again and answers 201
     await rival.end();
   }
 });
+
+mysqlOnly(
+  "an image upload takes the product's lock before the seller's, as an order batch does: no deadlock",
+  async (t) => {
+    // The rival does what an order batch of the product does: it holds the product's row, then reads the seller's
+    // row (the foreign key of its order items). The upload waits for the product and holds nothing meanwhile.
+    const seller = await createMember(app, 'SELLER');
+    const productId = await createProduct(app, seller.id);
+    const rival = await openRival(app.config.database);
+    try {
+      await rival.trx.raw('SELECT id FROM products WHERE id = ? FOR UPDATE', [productId]);
+      const uploading = upload(app, productId, seller.token, [{ name: 'a.png', data: imageBytes('png') }]);
+      await rival.blocks(uploading);
+      await rival.trx.raw('SELECT id FROM members WHERE id = ? LOCK IN SHARE MODE', [seller.id]);
+      await rival.trx.rollback();
+      const res = await uploading;
+      t.is(res.status, 201, res.text);
+      t.is(res.body.images.length, 1);
+      t.is(Number((await app.db('product_images').where('product_id', productId).count({ n: '*' }))[0].n), 1);
+    } finally {
+      await rival.end();
+    }
+  },
+);
