@@ -8,8 +8,8 @@ import type { Inventory } from './inventory';
 export function createInventoryStockWrites(db: Db, inventory: Inventory): StockWrites {
   const guarded = createStockWrites(db);
   return {
-    setStock: (productId, sellerId, stockQuantity) =>
-      inventory.changeProduct(productId, () => guarded.setStock(productId, sellerId, stockQuantity)),
+    setStock: (productId, sellerId, stockQuantity, along) =>
+      inventory.changeProduct(productId, () => guarded.setStock(productId, sellerId, stockQuantity, along)),
     softDelete: (productId, sellerId) =>
       inventory.changeProduct(productId, () => guarded.softDelete(productId, sellerId)),
   };

@@ -285,11 +285,16 @@ export function createProductRepository(db: Db) {
     },
 
     /**
-     * A seller's catalog edit of a live product (stock is written apart, through the inventory). Rows
+     * A seller's catalog edit of a live product (with a new stock, inside the stock's transaction: StockWrites). Rows
      * matched, or null when the edit sets nothing. A status follows the stock: ON_SALE asked for a product
      * without stock is SOLD_OUT (API.md), decided in the same statement.
      */
-    async updateLive(productId: number, sellerId: number, edit: CatalogEdit): Promise<number | null> {
+    async updateLive(
+      productId: number,
+      sellerId: number,
+      edit: CatalogEdit,
+      trx?: Trx,
+    ): Promise<number | null> {
       const fields: Record<string, unknown> = {};
       if (edit.categoryId !== undefined) fields.category_id = edit.categoryId;
       if (edit.name !== undefined) fields.name = edit.name;
@@ -299,7 +304,7 @@ export function createProductRepository(db: Db) {
         fields.status = statusFollowingStockRaw(db, sql('?', edit.status), sql('stock_quantity'));
       if (Object.keys(fields).length === 0) return null;
       return affectedRows(
-        await db('products')
+        await (trx ?? db)('products')
           .where({ id: productId, seller_id: sellerId })
           .whereNot('status', 'DELETED')
           .update(withCatalogVersion(db, { ...fields, updated_at: new Date() })),

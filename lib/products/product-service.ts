@@ -162,8 +162,8 @@ export function createProductService(deps: ProductServiceDeps) {
   /**
    * Runs a seller's writes of a product and announces the product whatever their outcome, before an error reaches
    * the seller: a write that failed may have been applied (its answer lost: the actor's re-read after it, a
-   * forwarded write's reply), and of two writes the first stays saved when the second fails. Otherwise no cache
-   * here or on a peer would drop the old name, price, stock or a deleted product until its TTL.
+   * forwarded write's reply). Otherwise no cache here or on a peer would drop the old name, price, stock or a
+   * deleted product until its TTL.
    */
   async function announcedWhateverHappens(productId: number, writes: () => Promise<void>): Promise<void> {
     try {
@@ -248,20 +248,25 @@ export function createProductService(deps: ProductServiceDeps) {
     },
 
     /**
-     * A seller's edit. Plain fields (and the DRAFT/ON_SALE choice) are one guarded UPDATE; a new
-     * stockQuantity goes through stockWrites, which also moves SOLD_OUT <-> ON_SALE.
+     * A seller's edit. Plain fields (and the DRAFT/ON_SALE choice) are one guarded UPDATE; with a new
+     * stockQuantity it goes along in the stock's transaction (stockWrites, which also moves SOLD_OUT <-> ON_SALE).
      */
     async update(seller: AuthMember, productId: number, patch: UpdateProductInput): Promise<ProductJson> {
       await assertOwnedLive(seller, productId);
       if (patch.categoryId !== undefined) await assertCategory(patch.categoryId);
       const { stockQuantity, ...edit } = patch;
       await announcedWhateverHappens(productId, async () => {
-        const matched = await repository.updateLive(productId, seller.id, edit);
-        if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
-        // The stock write runs in the product's actor (perhaps on another instance), so it cannot share the
-        // edit's transaction: when it fails, the edit above stays saved.
-        if (stockQuantity !== undefined && !(await stockWrites.setStock(productId, seller.id, stockQuantity)))
-          throw notFound(productId); // deleted between the ownership check and the write
+        if (stockQuantity === undefined) {
+          const matched = await repository.updateLive(productId, seller.id, edit);
+          if (matched === 0 && !(await repository.isLive(productId))) throw notFound(productId);
+          return;
+        }
+        // The stock is written in the product's actor; the edit goes along in the stock's transaction, so a
+        // failure of either leaves both as they were.
+        const written = await stockWrites.setStock(productId, seller.id, stockQuantity, (trx) =>
+          repository.updateLive(productId, seller.id, edit, trx),
+        );
+        if (!written) throw notFound(productId); // deleted between the ownership check and the write
       });
       return changed(productId);
     },

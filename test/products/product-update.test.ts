@@ -1,8 +1,7 @@
-// A seller's PATCH is two writes: the catalog fields (one guarded UPDATE) and then the stock, through the
-// inventory. When the stock write fails after the first committed, the saved edit must still be announced:
-// otherwise the cached detail (and every peer's) keeps the old name and price until it expires. A stock write
-// that failed may also have been applied (only its answer was lost), so it is announced too; so is a catalog
-// write or a DELETE whose answer was lost.
+// A seller's PATCH of catalog fields and stock is one transaction, run in the product's actor: when the stock
+// write fails, the name and price are not saved either, and the product is announced all the same (a write whose
+// answer was lost may have been applied). A stock write, a catalog write or a DELETE whose answer was lost is
+// announced before the error reaches the seller, so no cached detail (here or on a peer) keeps the old values.
 import test from 'ava';
 import { createCategoryService } from '../../lib/categories/category-service';
 import { ServiceUnavailableError } from '../../lib/errors';
@@ -45,11 +44,14 @@ for (const [label, failure] of [
   ['the inventory is busy (503)', () => new ServiceUnavailableError('Inventory busy')],
   ['a database error', () => new Error('Connection lost: The server closed the connection.')],
 ] as const) {
-  test(`a PATCH whose stock write fails after the name and price were saved still drops the cached detail: ${label}`, async (t) => {
+  test(`a PATCH whose stock write fails saves neither the name and price nor the stock: ${label}`, async (t) => {
     const { service, announced } = serviceWithStockWrites({
-      setStock: async () => {
-        throw failure();
-      },
+      // The edit goes along in the stock's transaction, which then fails.
+      setStock: (_productId, _sellerId, _stockQuantity, along) =>
+        app.db.transaction(async (trx) => {
+          await along?.(trx);
+          throw failure();
+        }),
       softDelete: async () => {
         throw failure();
       },
@@ -68,21 +70,59 @@ for (const [label, failure] of [
     const row = await app.db('products').where('id', productId).first('name', 'price', 'stock_quantity');
     t.like(
       { name: row.name, price: Number(row.price), stock: Number(row.stock_quantity) },
-      { name: 'New name', price: 12.5, stock: 10 },
-      'the catalog edit was saved, the stock was not',
+      { name: 'Old name', price: 10, stock: 10 },
+      'nothing was saved',
     );
-
-    const after = await service.detail(productId, null);
-    t.like(JSON.parse(after.document.json), {
+    t.like(JSON.parse((await service.detail(productId, null)).document.json), {
       id: productId,
-      name: 'New name',
-      price: 12.5,
+      name: 'Old name',
+      price: 10,
       stockQuantity: 10,
     });
-    t.not(after.document.hash, before.document.hash);
-    t.deepEqual(announced, [[productId]], 'the saved edit was announced (peers and other caches hear of it)');
+    t.deepEqual(announced, [[productId]], 'announced all the same');
   });
 }
+
+test.serial(
+  'PATCH of name, price and stock whose stock UPDATE fails in the database: 503, and nothing of it saved',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const productId = await createProduct(app, seller.id, {
+      name: 'Old name',
+      price: '10.00',
+      stockQuantity: 100,
+    });
+    // The real service (actor inventory): its stock UPDATE fails as a lost connection would, before it runs.
+    const failStock = (query: { sql?: string }) => {
+      if (
+        /^update [`"]products[`"] set [`"]status[`"]/i.test(query.sql ?? '') &&
+        /stock_quantity/.test(query.sql ?? '')
+      )
+        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    };
+    app.db.on('query', failStock);
+    let res;
+    try {
+      res = await app.request('PATCH', `/api/v1/products/${productId}`, {
+        token: seller.token,
+        body: { name: 'Renamed', price: 99.99, stockQuantity: 777 },
+      });
+    } finally {
+      app.db.off('query', failStock);
+    }
+    t.is(res.status, 503, res.text);
+    t.like(res.body, { status: 503, code: 'SERVICE_UNAVAILABLE' });
+    const read = await app.request('GET', `/api/v1/products/${productId}`);
+    t.like(read.body, { name: 'Old name', price: 10, stockQuantity: 100 });
+    // And the same PATCH afterwards writes all of it.
+    const again = await app.request('PATCH', `/api/v1/products/${productId}`, {
+      token: seller.token,
+      body: { name: 'Renamed', price: 99.99, stockQuantity: 777 },
+    });
+    t.is(again.status, 200, again.text);
+    t.like(again.body, { name: 'Renamed', price: 99.99, stockQuantity: 777 });
+  },
+);
 
 test('a stock-only PATCH whose write was applied but whose answer was lost is announced: the detail shows the new stock', async (t) => {
   // As when the actor's re-read after the write fails, or a forwarded write's reply times out.
@@ -132,24 +172,27 @@ test('a DELETE whose soft delete was applied but whose answer was lost is announ
   t.deepEqual(announced, [[productId]]);
 });
 
-test('a PATCH whose catalog write was applied but whose answer was lost is announced: the detail shows the new name', async (t) => {
-  const { service, announced } = serviceWithStockWrites(createStockWrites(app.db));
-  const seller = await createMember(app, 'SELLER');
-  const productId = await createProduct(app, seller.id, { name: 'Old name' });
-  const auth = { id: seller.id, role: 'SELLER' as const };
-  t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'Old name' });
-  // The UPDATE is applied; its answer is lost on the way back (knex's query-response event runs before it).
-  const lose = (_response: unknown, query: { sql?: string }) => {
-    if (query.sql?.startsWith('update') && query.sql.includes('`products`'))
-      throw new Error('Connection lost');
-  };
-  app.db.on('query-response', lose);
-  try {
-    await t.throwsAsync(service.update(auth, productId, { name: 'New name' }));
-  } finally {
-    app.db.off('query-response', lose);
-  }
-  t.is((await app.db('products').where('id', productId).first('name')).name, 'New name');
-  t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'New name' });
-  t.deepEqual(announced, [[productId]]);
-});
+test.serial(
+  'a PATCH whose catalog write was applied but whose answer was lost is announced: the detail shows the new name',
+  async (t) => {
+    const { service, announced } = serviceWithStockWrites(createStockWrites(app.db));
+    const seller = await createMember(app, 'SELLER');
+    const productId = await createProduct(app, seller.id, { name: 'Old name' });
+    const auth = { id: seller.id, role: 'SELLER' as const };
+    t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'Old name' });
+    // The UPDATE is applied; its answer is lost on the way back (knex's query-response event runs before it).
+    const lose = (_response: unknown, query: { sql?: string }) => {
+      if (query.sql?.startsWith('update') && query.sql.includes('`products`'))
+        throw new Error('Connection lost');
+    };
+    app.db.on('query-response', lose);
+    try {
+      await t.throwsAsync(service.update(auth, productId, { name: 'New name' }));
+    } finally {
+      app.db.off('query-response', lose);
+    }
+    t.is((await app.db('products').where('id', productId).first('name')).name, 'New name');
+    t.like(JSON.parse((await service.detail(productId, null)).document.json), { name: 'New name' });
+    t.deepEqual(announced, [[productId]]);
+  },
+);
