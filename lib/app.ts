@@ -54,7 +54,8 @@ export function createApp(deps: Deps): AppBundle {
   const services = createServices(deps);
   const routes = routeTable(services);
   const router = new Router();
-  for (const group of routes) mountRoutes(router, group.prefix, group.routes, services.tokens);
+  for (const group of routes)
+    mountRoutes(router, group.prefix, group.routes, services.tokens, group.strictQuery ?? false);
 
   // Behind TRUST_PROXY_HOPS proxies ctx.ip is the client's (X-Forwarded-For); otherwise the socket's.
   const { trustProxy } = deps.config;

@@ -16,6 +16,12 @@ import { notificationRoutes } from './notifications';
 export interface RouteGroup {
   prefix: string;
   routes: RouteDef[];
+  /**
+   * The API's groups: a query parameter a route does not declare is 400 VALIDATION_ERROR, as API.md's strict
+   * schemas have it. Elsewhere (images, health, metrics, docs) a query string is ignored: `?v=2` on an image URL
+   * busts a browser's cache, and a load balancer's probe may add its own.
+   */
+  strictQuery?: boolean;
 }
 
 export const API_PREFIX = '/api/v1';
@@ -41,6 +47,7 @@ export function routeTable(services: Services): RouteGroup[] {
     },
     {
       prefix: API_PREFIX,
+      strictQuery: true,
       routes: [
         ...authRoutes({ auth }),
         ...memberRoutes({ members }),
@@ -53,7 +60,7 @@ export function routeTable(services: Services): RouteGroup[] {
     },
     // Documentation last: the OpenAPI document describes every group above (and itself).
     { prefix: '', routes: docsPageRoutes({ orderDiagram }, API_PREFIX) },
-    { prefix: API_PREFIX, routes: openApiRoutes(() => groups) },
+    { prefix: API_PREFIX, strictQuery: true, routes: openApiRoutes(() => groups) },
   ];
   return groups;
 }

@@ -118,7 +118,7 @@ function declaredHeaders(schema: AnyObjectSchema): (ctx: Context) => Record<stri
   };
 }
 
-/** A route that declares no query parameters takes none: any is an unknown field (400), as in a declared query. */
+/** In a strict group (the API) a route that declares no query parameters takes none: any is an unknown field (400). */
 const NO_QUERY = strictObject({});
 
 type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 'params' | 'query' | 'auth'>;
@@ -127,7 +127,13 @@ type EarlyInput = Pick<RouteInput<unknown, unknown, unknown, unknown, unknown>, 
  * Each route is one router middleware (two when it has `before` middleware): authentication, validation and
  * the handler run in one async function rather than a chain the router composes on every request.
  */
-export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], tokens: TokenService): void {
+export function mountRoutes(
+  router: Router,
+  prefix: string,
+  defs: RouteDef[],
+  tokens: TokenService,
+  strictQuery = false,
+): void {
   for (const def of defs) {
     const headersOf = def.headers ? declaredHeaders(def.headers) : null;
     const path = prefix + def.path;
@@ -142,7 +148,7 @@ export function mountRoutes(router: Router, prefix: string, defs: RouteDef[], to
         params: def.params ? await validateText(def.params, ctx.params, 'params') : ctx.params,
         query: def.query
           ? await validateText(def.query, ctx.query, 'query')
-          : ctx.querystring
+          : strictQuery && ctx.querystring
             ? await validateText(NO_QUERY, ctx.query, 'query')
             : {},
         auth: callerOf(ctx),

@@ -14,6 +14,8 @@ import { expandOptionalGroups, operationId, pathParamNames, toOpenApiPath } from
 export interface RouteTableGroup {
   prefix: string;
   routes: RouteDef[];
+  /** Its routes refuse a query parameter they do not declare (400): routes/index.ts. */
+  strictQuery?: boolean;
 }
 
 export interface OpenApiInfo {
@@ -153,7 +155,7 @@ class DocumentBuilder {
   }
 
   /** Responses declared by the route plus the ones the shared pipeline can answer for it. */
-  responsesOf(def: RouteDef, request: ErrorRequest): Record<string, OpenApiResponse> {
+  responsesOf(def: RouteDef, request: ErrorRequest, strictQuery: boolean): Record<string, OpenApiResponse> {
     const out: Record<string, OpenApiResponse> = {};
     for (const [status, doc] of Object.entries(def.responses))
       out[status] = this.responseObject(doc, status, request);
@@ -167,8 +169,8 @@ class DocumentBuilder {
     const add = (status: number, description: string) => {
       out[String(status)] ??= error(String(status), description);
     };
-    // Every operation refuses a query parameter it does not declare (lib/http/route.ts).
-    add(400, 'Invalid request (VALIDATION_ERROR)');
+    // An API operation also refuses a query parameter it does not declare (lib/http/route.ts).
+    if (def.params || def.query || def.body || strictQuery) add(400, 'Invalid request (VALIDATION_ERROR)');
     if (def.auth === 'public') {
       if (!def.ignoreBearer)
         add(401, 'A token was sent and is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
@@ -252,7 +254,12 @@ class DocumentBuilder {
     return body;
   }
 
-  operationOf(def: RouteDef, concretePath: string, openApiPath: string): OpenApiOperation {
+  operationOf(
+    def: RouteDef,
+    concretePath: string,
+    openApiPath: string,
+    strictQuery = false,
+  ): OpenApiOperation {
     const at = `${def.method.toUpperCase()} ${openApiPath}`;
     for (const tag of def.tags) {
       if (!TAGS.some((t) => t.name === tag)) throw new Error(`${at}: tag "${tag}" is not in TAGS`);
@@ -270,7 +277,7 @@ class DocumentBuilder {
       description: authText(def),
       tags: def.tags,
       security: securityOf(def),
-      responses: this.responsesOf(def, { path, invalid: invalidField(def, pathWith) }),
+      responses: this.responsesOf(def, { path, invalid: invalidField(def, pathWith) }, strictQuery),
       'x-auth': def.auth,
     };
     if (parameters.length > 0) op.parameters = parameters;
@@ -326,7 +333,7 @@ export function buildOpenApiDocument(groups: RouteTableGroup[], info: OpenApiInf
         const item = (paths[openApiPath] ??= {});
         if (item[def.method])
           throw new Error(`Route ${def.method.toUpperCase()} ${openApiPath} is defined twice`);
-        item[def.method] = builder.operationOf(def, concrete, openApiPath);
+        item[def.method] = builder.operationOf(def, concrete, openApiPath, group.strictQuery ?? false);
       }
       for (const tag of def.tags) used.add(tag);
     }

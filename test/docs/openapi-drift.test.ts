@@ -77,7 +77,8 @@ test('every mounted route is documented in /api/v1/openapi.json', (t) => {
 
 test('the drift check flags a route mounted outside the table', (t) => {
   const router = new Router();
-  for (const group of app.bundle.routes) mountRoutes(router, group.prefix, group.routes, app.bundle.services.tokens);
+  for (const group of app.bundle.routes)
+    mountRoutes(router, group.prefix, group.routes, app.bundle.services.tokens, group.strictQuery ?? false);
   t.deepEqual(undocumented(router), []);
   router.post('/api/v1/secret/:thing', (ctx) => {
     ctx.body = 'not in the table';

@@ -61,6 +61,13 @@ test('a stored image is served with its type, length, nosniff and a long cache l
   t.true(Buffer.from(await res.arrayBuffer()).equals(png));
 });
 
+test('a query string on an image URL (a cache-busting ?v=) is ignored: the same image', async (t) => {
+  const res = await fetch(`${app.url}${imageUrl}?v=2`);
+  t.is(res.status, 200);
+  t.is(res.headers.get('content-type'), 'image/png');
+  t.true(Buffer.from(await res.arrayBuffer()).equals(png));
+});
+
 test('HEAD gives the headers without the bytes', async (t) => {
   const res = await fetch(app.url + imageUrl, { method: 'HEAD' });
   t.is(res.status, 200);
