@@ -9,8 +9,7 @@
 // another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
 // shows as our own value at a newer revision, which is adopted; the read that tells is bounded by the lease's
 // validity too. A renewal whose answer is lost while the key is released is looked up, and removed if it was applied
-// (unless the key is being claimed again: the value read may be that claim's). One applied after the lease was lost
-// (NATS stalled past it) is taken back by the next claim of the key, which finds our own value there.
+// (unless the key is being claimed again: the value read may be that claim's).
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -124,27 +123,6 @@ export function createLeaseTable(options: LeaseTableOptions) {
     await removeRevision(key, revision);
   }
 
-  /**
-   * `key` is taken: by our own value, it is a renewal of ours the server applied after this table had let the
-   * lease go (its answer lost while NATS stalled), which would keep the key from everyone until it expires. The
-   * value names this table's owner alone (ownership.ts makes it unique per process), so it is taken back with a
-   * compare-and-set at that revision (nobody wrote since), and held from that write. False otherwise.
-   */
-  async function adoptOwnLeftover(key: string, value: string): Promise<boolean> {
-    const current = await kv.get(key).catch(() => null);
-    if (!current || current.string() !== value) return false;
-    const writtenAt = now();
-    try {
-      const revision = await kv.update(key, value, current.revision);
-      held.set(key, { value, revision, writtenAt });
-      logger.info(`Lease ${options.bucket}/${key}: our own leftover taken back`);
-      return true;
-    } catch (err) {
-      if (!isTaken(err)) logger.debug({ err }, `Taking back ${key} failed`);
-      return false;
-    }
-  }
-
   async function renew(key: string, lease: Held): Promise<void> {
     let failure: string | null = null;
     while (held.get(key) === lease) {
@@ -196,8 +174,7 @@ export function createLeaseTable(options: LeaseTableOptions) {
         held.set(key, { value, revision, writtenAt });
         return true;
       } catch (err) {
-        if (isTaken(err)) return await adoptOwnLeftover(key, value);
-        logger.debug({ err }, `Claiming ${key} failed`);
+        if (!isTaken(err)) logger.debug({ err }, `Claiming ${key} failed`);
         return false;
       } finally {
         claiming.delete(key);
