@@ -2,7 +2,7 @@
 // pattern that matches a keyword literally. The HTTP side of paging (the page/size query parameters and
 // the page envelope) is lib/http/pagination.ts.
 import type { Knex } from 'knex';
-import { SQLITE_UNICODE_LOWER } from './sqlite-statements';
+import { lowerForSearch, SQLITE_UNICODE_LOWER } from './sqlite-statements';
 import { affectedRows } from './db';
 
 export interface PageRequest {
@@ -79,7 +79,7 @@ export function whereContainsIgnoringCase(
   }
   return q.whereRaw(`${SQLITE_UNICODE_LOWER}(??) LIKE ? ESCAPE '!'`, [
     column,
-    likeContains(keyword.toLowerCase()),
+    likeContains(lowerForSearch(keyword)),
   ]);
 }
 

@@ -83,6 +83,16 @@ export function rollbackOnlyWhenOpen(connection: Transactional): void {
 /** SQLite's LOWER folds ASCII only: this function, made on every connection, lowers in full Unicode. */
 export const SQLITE_UNICODE_LOWER = 'unicode_lower';
 
+/**
+ * The searches' lowering (both sides, on SQLite): JavaScript's toLowerCase without its one rule that depends on
+ * the context, Greek's final sigma ('ΣΟΦΟΣ' lowers to 'σοφος' alone but 'σοφοσα' within 'ΣΟΦΟΣΑ'), so a keyword and
+ * a name that holds it lower alike, as MariaDB's LOWER does them (always σ).
+ */
+export const lowerForSearch = (value: string): string => {
+  const lowered = value.toLowerCase();
+  return lowered.includes('ς') ? lowered.replaceAll('ς', 'σ') : lowered;
+};
+
 interface Functions {
   function(name: string, options: { deterministic: boolean }, fn: (value: unknown) => unknown): unknown;
 }
@@ -90,6 +100,6 @@ interface Functions {
 /** Makes SQLITE_UNICODE_LOWER on `connection`: JavaScript's toLowerCase, the searches' case rule (query-helpers.ts). */
 export function defineUnicodeLower(connection: Functions): void {
   connection.function(SQLITE_UNICODE_LOWER, { deterministic: true }, (value) =>
-    typeof value === 'string' ? value.toLowerCase() : value,
+    typeof value === 'string' ? lowerForSearch(value) : value,
   );
 }

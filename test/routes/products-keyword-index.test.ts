@@ -21,6 +21,7 @@ const NAMES = [
   'ÄRGER Box',
   'МОСКВА Mug',
   'ΣΟΦΙΑ box',
+  'ΣΟΦΟΣΑ θήκη',
 ];
 test.before(async () => {
   app = await startTestApp();
@@ -67,6 +68,10 @@ test('index-served keywords (3+ characters): case folded, accents, emoji, % and 
   t.deepEqual(await search('москва'), found('МОСКВА Mug'));
   t.deepEqual(await search('Москва'), found('МОСКВА Mug'));
   t.deepEqual(await search('σοφια'), found('ΣΟΦΙΑ box'));
+  // Greek's final sigma: 'ΣΟΦΟΣ' alone lowers to 'σοφος' in JavaScript, within 'ΣΟΦΟΣΑ' to 'σοφοσα'; MariaDB's
+  // LOWER and the SQLite search both lower Σ to σ wherever it stands.
+  t.deepEqual(await search('ΣΟΦΟΣ'), found('ΣΟΦΟΣΑ θήκη'));
+  t.deepEqual(await search('σοφοσ'), found('ΣΟΦΟΣΑ θήκη'));
   t.deepEqual(await search('Ärger'), found('ÄRGER Box'));
   t.deepEqual(await search('ÄRGER'), found('ÄRGER Box'));
   t.deepEqual(await search('ÄRGER BOX'), found('ÄRGER Box'));
