@@ -277,7 +277,17 @@ export function createImageService({ config, db, logger, events, quotas }: Image
           if (fileName === undefined) throw new NotFoundError('Image not found');
           return fileName;
         }),
-      );
+      ).catch(async (err: unknown) => {
+        // A COMMIT whose answer was lost may have deleted the row: the product is announced all the same, so no
+        // cache keeps listing an image whose URL no longer serves it.
+        if (!(err instanceof NotFoundError) && !(err instanceof ForbiddenError))
+          await events
+            .emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' })
+            .catch((failure: unknown) =>
+              log.error({ err: failure, productId }, 'Announcing the images failed'),
+            );
+        throw err;
+      });
       // After the commit: a crash here leaves an orphan file, never a row pointing at a missing file.
       if (STORED_NAME.test(storedName)) await removeQuietly([path.join(productDir(productId), storedName)]);
       await events.emit('productsChanged', { productIds: [productId], origin: 'images', scope: 'images' });

@@ -115,4 +115,42 @@ if (!onMariaDb) {
       );
     },
   );
+
+  test.serial(
+    "an image's delete whose COMMIT was applied but not answered: 503, and the cached detail no longer lists it",
+    async (t) => {
+      const [productId] = [...service.world.initial.keys()];
+      const seller = service.world.sellers[0];
+      const detail = () => service.app.request('GET', `/api/v1/products/${productId}`);
+      const before = (await detail()).body.images as Array<{ id: number; imageUrl: string }>; // cached now
+      t.true(before.length > 0);
+      const cut = service.proxy.cutOn('COMMIT', {
+        forward: true,
+        after: 'delete from `product_images`',
+        blackoutMs: 3_000,
+      });
+      const res = await service.app.request(
+        'DELETE',
+        `/api/v1/products/${productId}/images/${before[0].id}`,
+        {
+          token: seller.token,
+        },
+      );
+      await cut;
+      t.is(res.status, 503, res.text);
+      t.like(res.body, { status: 503, code: 'SERVICE_UNAVAILABLE' });
+      t.is((await rows(productId)).length, before.length - 1, 'the COMMIT was applied');
+      // Announced: once the database answers again the detail is read afresh, without the deleted image.
+      let after = await detail();
+      for (const until = Date.now() + 10_000; after.status === 503 && Date.now() < until;) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        after = await detail();
+      }
+      t.is(after.status, 200, after.text);
+      t.deepEqual(
+        (after.body.images as Array<{ id: number }>).map((image) => image.id),
+        before.slice(1).map((image) => image.id),
+      );
+    },
+  );
 }
