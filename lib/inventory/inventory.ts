@@ -74,8 +74,9 @@ export interface Inventory {
    */
   restored(changes: StockChange[]): Promise<void>;
   /**
-   * Runs a product write (a seller's stock PATCH, a soft delete) serialised with that product's orders.
-   * `write` is one guarded statement (it never lets stock go below 0); the actor re-reads the product after it.
+   * Runs a product write (a seller's stock PATCH with the edit that goes along, a soft delete) serialised with that
+   * product's orders. `write` is guarded SQL (it never lets stock go below 0: one statement, or one transaction with
+   * the catalog edit); the actor re-reads the product after it.
    */
   changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T>;
   /** The in-memory view of a product's actor, or null when none is active (diagnostics, tests). */

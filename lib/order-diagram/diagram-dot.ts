@@ -145,7 +145,11 @@ let vizPromise: Promise<Viz> | null = null;
 
 /** DOT -> SVG with the wasm Graphviz; the instance is created once (~180 ms) and reused. */
 export async function renderSvg(dot: string): Promise<string> {
-  vizPromise ??= instance();
+  // A failed start is not kept: the next drawing tries again.
+  vizPromise ??= instance().catch((err: unknown) => {
+    vizPromise = null;
+    throw err;
+  });
   const viz = await vizPromise;
   const result = viz.render(dot, { format: 'svg', engine: 'dot' });
   if (result.status !== 'success') {

@@ -37,8 +37,8 @@ function assertAmountsFit({ lines }: DecidedRequest<OrderDetails>): void {
 }
 
 /**
- * What one character of a string can take in JSON: 6 bytes (a control character is escaped as \u00XX; other
- * characters take at most 3 bytes of UTF-8 per UTF-16 unit).
+ * What one character (code point, as the limits count them) of a string can take in JSON: 6 bytes (a control
+ * character is escaped as \u00XX; any other takes at most 4 bytes of UTF-8).
  */
 const JSON_BYTES_PER_CHAR = 6;
 /** An order's JSON without its items: the address and room for its numbers, times and history entry. */

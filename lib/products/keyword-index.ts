@@ -1,7 +1,8 @@
 // The `keyword` filter of the product lists: a case-insensitive contains-match on the name, served by the
 // name index of migration 20261122000013 (FTS5 trigram on SQLite, product_name_trigrams on MySQL/MariaDB;
 // triggers keep both in the writer's transaction). The index only narrows the candidates; the exact
-// predicate the search always had stays the final check, so the index cannot change a result.
+// predicate the search always had stays the final check, so the index cannot change a result (but for the SQLite
+// exception applyKeyword names).
 import type { Knex } from 'knex';
 import { whereContainsIgnoringCase } from '../query-helpers';
 
@@ -43,10 +44,12 @@ export function applyKeyword(q: Knex.QueryBuilder, keyword: string, mysql: boole
   const lowered = keyword.toLowerCase();
   // The candidates are a superset of the exact matches: the FTS5 trigram tokenizer folds case (a coarser
   // equality than the exact check's), and the MySQL table holds the very substrings of LOWER(name) that the
-  // exact check compares, byte for byte. On SQLite the exact check compares JavaScript's lowering of both sides,
-  // so the index is asked for the keyword as sent and lowered: JavaScript's lowering is not the tokenizer's folding ("İ" lowers to "i" and a
-  // combining dot, which the tokenizer never sees in an indexed "İstanbul"). A spelling shorter than a trigram
-  // matches nothing in FTS5, so then the index is not used at all.
+  // exact check compares, byte for byte. On SQLite the exact check compares JavaScript's lowering of both
+  // sides, so the index is asked for the keyword as sent and lowered: JavaScript's lowering is not the
+  // tokenizer's folding ("İ" lowers to "i" and a combining dot, which the tokenizer never sees in an indexed
+  // "İstanbul"). Known exception: capitals the tokenizer does not fold at all (Georgian Mtavruli, Cherokee,
+  // some astral scripts) are found by their lower case in a 1-2 character scan but not through the index.
+  // A spelling shorter than a trigram matches nothing in FTS5, so then the index is not used at all.
   const spellings = [...new Set([keyword, lowered])];
   if (spellings.every((s) => Array.from(s).length >= MIN_INDEXED_KEYWORD_LENGTH)) {
     if (mysql) {

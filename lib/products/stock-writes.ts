@@ -2,7 +2,8 @@
 // guarded in SQL (`UPDATE ... WHERE id = ? AND seller_id = ? AND status <> 'DELETED'`, affected rows
 // checked), so a deleted product is never revived and another seller's product is never touched.
 // The inventory routes these two writes through its per-product stock actors (one writer per product),
-// which is why they live apart from the other product edits.
+// which is why they live apart from the other product edits; a PATCH's catalog edit goes along in the stock's
+// transaction (`along`), so the two are written together or not at all.
 import type { Db, Trx } from '../db';
 import { affectedRows } from '../db';
 import { sql, statusFollowingStockRaw } from './product-status-sql';
