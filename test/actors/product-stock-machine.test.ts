@@ -332,3 +332,110 @@ test('an actor that keeps taking reservations stays, though it holds nothing bet
   t.is(targeted, 0);
   t.true(await passivated(busy.view));
 });
+
+/** Sends a RESERVE and records its reply (undefined while it waits). */
+function asked(send: (command: StockCommand) => void, quantity: number) {
+  const asking: { reply?: ReserveReply } = {};
+  send({
+    type: 'RESERVE',
+    quantity,
+    at: Date.now(),
+    reply: (reply) => (asking.reply = reply),
+    fail: () => {},
+  });
+  return asking;
+}
+
+test('a settled reservation decides the waiting ones at once: a RELEASE frees its units for them, a COMMITTED takes its units away', async (t) => {
+  const released = start(async () => product({ stock: 3 }));
+  t.like(await released.reserve(3), { ok: true });
+  const waiting = asked(released.send, 1);
+  t.is(waiting.reply, undefined, 'it fits the stock, not what is held: it waits');
+  released.send({ type: 'RELEASE', quantity: 1 });
+  t.like(waiting.reply, { ok: true }, 'decided in the same step as the RELEASE');
+  t.like(released.view(), { stock: 3, reserved: 3 });
+  released.actor.stop();
+
+  const committed = start(async () => product({ stock: 3 }));
+  t.like(await committed.reserve(2), { ok: true });
+  t.like(await committed.reserve(1), { ok: true });
+  const refused = asked(committed.send, 2);
+  t.is(refused.reply, undefined);
+  committed.send({ type: 'COMMITTED', quantity: 2 });
+  t.like(
+    refused.reply,
+    { ok: false, reason: 'INSUFFICIENT_STOCK' },
+    'one unit left, one held: refused at once',
+  );
+  t.like(committed.view(), { stock: 1, reserved: 1 });
+  committed.actor.stop();
+});
+
+test('after a read the waiting reservations are decided before the commands that arrived during it', async (t) => {
+  const loader = heldLoader();
+  const { actor, send, view } = start(loader.load);
+  await loader.answer(2);
+  t.like(asked(send, 2).reply, { ok: true });
+  const first = asked(send, 1); // waits for the 2 held to settle
+  send({ type: 'RELOAD' });
+  const second = asked(send, 1); // arrives during the read: deferred
+  await loader.answer(3); // one more unit came back: room for one of them
+  t.like(first.reply, { ok: true }, 'the one asked first has the unit');
+  t.is(second.reply, undefined, 'the later one waits');
+  t.like(view(), { value: 'ready', stock: 3, reserved: 3 });
+  actor.stop();
+});
+
+test('a RELEASE during a read gives its units back once the read is done', async (t) => {
+  const loader = heldLoader();
+  const { actor, send, view } = start(loader.load);
+  await loader.answer(2);
+  t.like(asked(send, 2).reply, { ok: true });
+  send({ type: 'RELOAD' });
+  send({ type: 'RELEASE', quantity: 2 }); // a cart refused for its next product, or a failed batch
+  t.like(view(), { value: 'loading', reserved: 2 });
+  await loader.answer(2);
+  t.like(view(), { value: 'ready', stock: 2, reserved: 0 });
+  t.like(asked(send, 2).reply, { ok: true }, 'the two units are sold again');
+  actor.stop();
+});
+
+test('a failed product write is answered with its error and the actor re-reads before deciding anything', async (t) => {
+  const loader = heldLoader();
+  const { actor, send, view } = start(loader.load);
+  await loader.answer(5);
+  const failed = new Promise<ProductView | null>((resolve, reject) =>
+    send({
+      type: 'EXCLUSIVE',
+      run: async () => {
+        throw new Error('the write failed after its UPDATE, perhaps');
+      },
+      reply: resolve,
+      fail: reject,
+    }),
+  );
+  await t.throwsAsync(failed, { message: /the write failed/ });
+  const waiting = asked(send, 4);
+  t.is(loader.reads(), 2, 'read again');
+  t.like(view(), { value: 'loading' });
+  await loader.answer(3); // the write had taken effect: 3 left
+  t.like(waiting.reply, { ok: false, reason: 'INSUFFICIENT_STOCK' }, 'decided on the fresh read');
+  actor.stop();
+});
+
+test('a RELOAD and the news of a commit during one read cost one more read, not two', async (t) => {
+  const loader = heldLoader();
+  const { actor, send, view } = start(loader.load);
+  await loader.answer(5);
+  t.like(asked(send, 2).reply, { ok: true });
+  send({ type: 'RELOAD' });
+  send({ type: 'RELOAD' }); // waits for the next read
+  send({ type: 'COMMITTED', quantity: 2 }); // that next read is needed anyway
+  await loader.answer(5);
+  t.is(loader.reads(), 3);
+  await loader.answer(3);
+  t.like(view(), { value: 'ready', stock: 3, reserved: 0 });
+  await sleep(5);
+  t.is(loader.reads(), 3, 'the RELOAD was served by the read the news started');
+  actor.stop();
+});
