@@ -9,7 +9,10 @@
 // another instance claim the key (also when its event loop stalled). A renewal applied whose answer was lost
 // shows as our own value at a newer revision, which is adopted; the read that tells is bounded by the lease's
 // validity too. A renewal whose answer is lost while the key is released is looked up, and removed if it was applied
-// (unless the key is being claimed again: the value read may be that claim's).
+// (unless the key is being claimed again: the value read may be that claim's). A renewal the server applied only
+// after the lease was lost (NATS stalled past the lease and past the renewal's wait for an answer) leaves our value
+// in the key, which would keep it from everyone until it expires: the table remembers the keys it lost, and the next
+// claim of one that finds our own value there takes it back by compare-and-set.
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../logger';
@@ -52,6 +55,11 @@ export function createLeaseTable(options: LeaseTableOptions) {
   const claiming = new Set<string>();
   /** Set by `stopRetrying()` (the instance is leaving): a failed renewal is not tried again. */
   let retrying = true;
+  /**
+   * Keys this table lost, with the value it held: a renewal of ours still on its way may be applied after the loss.
+   * Forgotten once a claim of the key settles who holds it.
+   */
+  const lostValues = new Map<string, string>();
 
   /** How long the lease may still be served on (it is lost at 0). */
   const remaining = (lease: Held) => lease.writtenAt + ttlMs - renewMs - now();
@@ -72,7 +80,10 @@ export function createLeaseTable(options: LeaseTableOptions) {
   const retryMs = Math.max(10, Math.floor(renewMs / 10));
 
   function lose(key: string, reason: string): void {
-    if (!held.delete(key)) return;
+    const lease = held.get(key);
+    if (!lease) return;
+    held.delete(key);
+    lostValues.set(key, lease.value);
     logger.warn(`Lease ${options.bucket}/${key} lost: ${reason}`);
     // Not awaited: what a loss sets off (a shard's in-flight orders answered first) must not hold up the
     // renewal of every other lease, which would then run out too.
@@ -123,6 +134,27 @@ export function createLeaseTable(options: LeaseTableOptions) {
     await removeRevision(key, revision);
   }
 
+  /**
+   * `key`, which this table lost, is taken: by our own value, it is a renewal of ours the server applied after the
+   * loss (its answer lost while NATS stalled). Nobody else can hold the key meanwhile, so it is taken back with a
+   * compare-and-set at that revision, and held from that write. Otherwise (someone else's value, or the key gone)
+   * nothing of ours can arrive any more: a renewal still on its way fails its compare-and-set. Throws when NATS
+   * did not answer, or a write came between the read and the compare-and-set (the next claim tries again).
+   */
+  async function takeBackLeftover(key: string, value: string): Promise<boolean> {
+    const current = await kv.get(key);
+    if (!current || current.operation !== 'PUT' || current.string() !== value) {
+      lostValues.delete(key);
+      return false;
+    }
+    const writtenAt = now();
+    const revision = await kv.update(key, value, current.revision);
+    held.set(key, { value, revision, writtenAt });
+    lostValues.delete(key);
+    logger.info(`Lease ${options.bucket}/${key}: our renewal applied after the loss was taken back`);
+    return true;
+  }
+
   async function renew(key: string, lease: Held): Promise<void> {
     let failure: string | null = null;
     while (held.get(key) === lease) {
@@ -164,7 +196,10 @@ export function createLeaseTable(options: LeaseTableOptions) {
   }
 
   return {
-    /** Claims `key` if nobody holds it; false when someone does (or NATS did not answer). */
+    /**
+     * Claims `key` if nobody holds it, or if it holds our own value left by a renewal applied after this table lost
+     * it; false when someone else holds it (or NATS did not answer).
+     */
     async claim(key: string, value: string): Promise<boolean> {
       if (held.has(key)) return true;
       const writtenAt = now();
@@ -172,13 +207,26 @@ export function createLeaseTable(options: LeaseTableOptions) {
       try {
         const revision = await kv.create(key, value);
         held.set(key, { value, revision, writtenAt });
+        lostValues.delete(key);
         return true;
       } catch (err) {
-        if (!isTaken(err)) logger.debug({ err }, `Claiming ${key} failed`);
-        return false;
+        if (!isTaken(err)) {
+          logger.debug({ err }, `Claiming ${key} failed`);
+          return false;
+        }
+        if (lostValues.get(key) !== value) return false;
+        return await takeBackLeftover(key, value).catch((failure: unknown) => {
+          logger.debug({ err: failure }, `Taking back ${key} failed`);
+          return false;
+        });
       } finally {
         claiming.delete(key);
       }
+    },
+
+    /** Whether `key` may hold our own value left after this table lost it (a claim then takes it back). */
+    mayHoldOurLeftover(key: string): boolean {
+      return lostValues.has(key);
     },
 
     /**

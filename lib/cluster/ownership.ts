@@ -166,7 +166,12 @@ export function createOwnership(deps: OwnershipDeps) {
     const taken = new Set(await keysOf(buckets.shards));
     // That read may be the one that found the shards bucket made again (only it, not the members bucket).
     if (Date.now() < claimsFrom || stopped) return;
-    const free = preference.filter((shard) => !taken.has(shardKey(shard)) && !releasing.has(shard));
+    // Free, or holding what may be our own renewal applied after we lost the shard (the claim takes it back).
+    const free = preference.filter(
+      (shard) =>
+        (!taken.has(shardKey(shard)) || shardLeases.mayHoldOurLeftover(shardKey(shard))) &&
+        !releasing.has(shard),
+    );
     const claimed = await Promise.all(
       free.slice(0, share - owned.length).map(async (shard) => {
         if (stopped) return null;

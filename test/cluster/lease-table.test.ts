@@ -3,7 +3,8 @@
 // racing a renewal leaves the key free, and a stalled NATS server (SIGSTOP on a private one) costs the lease only
 // when the stall outlasts it. A key released and claimed again while a renewal waits keeps its new lease, a
 // renewal applied whose answer is lost while its key is released does not hold the key until it expires, and the
-// clean-up of a lost renewal leaves alone a fresh claim of the key whose answer has not arrived yet.
+// clean-up of a lost renewal leaves alone a fresh claim of the key whose answer has not arrived yet. A renewal the
+// server applied after the lease was lost is taken back by the next claim, not left to expire.
 import { jetstream, jetstreamManager, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -199,6 +200,47 @@ natsTest(
         await table.renewAll();
         t.deepEqual(lost, ['shard-1']);
         t.false(table.holds('shard-1'));
+      },
+    );
+  },
+);
+
+natsTest(
+  'a key it lost that holds our own value again (a renewal applied after the loss) is claimed back at once; never one it did not lose',
+  (t) => {
+    const lost: string[] = [];
+    return withLeaseTable(
+      (key) => void lost.push(key),
+      async ({ table, kv }) => {
+        t.true(await table.claim('shard-1', 'me'));
+        // The lease is lost (another value fails the next renewal's compare-and-set) ...
+        await kv.put('shard-1', 'someone-else');
+        await table.renewAll();
+        t.deepEqual(lost, ['shard-1']);
+        t.false(table.holds('shard-1'));
+        t.true(table.mayHoldOurLeftover('shard-1'));
+        // ... and then the key holds our value again, at a newer revision: what a renewal of ours the server applied
+        // after the table let go leaves behind. Nobody else could claim it until it expired.
+        const leftover = await kv.put('shard-1', 'me');
+        t.true(await table.claim('shard-1', 'me'));
+        t.true(table.holds('shard-1'));
+        t.false(table.mayHoldOurLeftover('shard-1'));
+        const taken = (await kv.get('shard-1'))!;
+        t.is(taken.revision, leftover + 1, 'taken back by a compare-and-set at the leftover revision');
+        t.is(taken.string(), 'me');
+        await table.renewAll();
+        t.is((await kv.get('shard-1'))!.revision, leftover + 2, 'renewed from there');
+        // A key holding our value that this table never lost (a former process's, say) is not taken.
+        await kv.put('shard-2', 'me');
+        t.false(table.mayHoldOurLeftover('shard-2'));
+        t.false(await table.claim('shard-2', 'me'));
+        // A lost key someone else holds now is not taken, and is forgotten (nothing of ours can arrive any more).
+        await kv.put('shard-1', 'someone-else');
+        await table.renewAll();
+        t.true(table.mayHoldOurLeftover('shard-1'));
+        t.false(await table.claim('shard-1', 'me'));
+        t.is((await kv.get('shard-1'))!.string(), 'someone-else');
+        t.false(table.mayHoldOurLeftover('shard-1'));
       },
     );
   },
