@@ -101,6 +101,9 @@ if (!onMariaDb) {
       t.truthy(res.headers.get('retry-after'));
       const stored = await rows(productId);
       t.is(stored.length, before.length + 1, 'the COMMIT was applied');
+      // Its rows may exist, so the files they name stay: no row ever points at a file that is gone.
+      for (const row of stored)
+        t.true(fs.existsSync(path.join(productDir(service.app, productId), row.file_name)), row.file_name);
       // Announced: once the database answers again, the detail is read again, not served from the cache filled
       // before the upload.
       let after = await service.app.request('GET', `/api/v1/products/${productId}`);
