@@ -59,6 +59,8 @@ test.serial(
       logger: createLogger({ level: 'info', format: 'line', out: logs }),
       baseBackoffMs: 100,
       maxBackoffMs: 400,
+      // No sweep within the test: the retries come from the backoff's own timer alone.
+      sweepIntervalMs: 600_000,
     });
     await app.db.schema.renameTable('notifications', 'notifications_away');
     let restored = false;
