@@ -136,8 +136,8 @@ export function createLeaseTable(options: LeaseTableOptions) {
 
   /**
    * `key`, which this table lost, is taken: by our own value, it is a renewal of ours the server applied after the
-   * loss (its answer lost while NATS stalled). Nobody else can hold the key meanwhile, so it is taken back with a
-   * compare-and-set at that revision, and held from that write. Otherwise (someone else's value, or the key gone)
+   * loss (its answer lost while NATS stalled): the value names one process (ownership.ts), so no other process
+   * holds the key meanwhile, and it is taken back with a compare-and-set at that revision, held from that write. Otherwise (someone else's value, or the key gone)
    * nothing of ours can arrive any more: a renewal still on its way fails its compare-and-set. Throws when NATS
    * did not answer, or a write came between the read and the compare-and-set (the next claim tries again).
    */

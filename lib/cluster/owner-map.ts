@@ -1,5 +1,5 @@
 // Every shard's owner as the shards bucket last said, learnt from a KV watch on that bucket (JetStream's own
-// change feed: a claim and every renewal is a PUT of `{ instanceId }` under `shard-<n>`). The forwarder uses it
+// change feed: a claim and every renewal is a PUT of `{ instanceId, incarnation }` under `shard-<n>`). The forwarder uses it
 // only to put the requests for several shards of one owner into one message; it is a hint, never the truth:
 // a released lease (its message removed) and an expired one (the bucket's max_age) leave no event, so an
 // entry older than the lease TTL counts as unknown, and the owner itself refuses what it no longer owns.
