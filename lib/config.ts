@@ -172,6 +172,7 @@ const envSchema = yup.object({
   CLUSTER_REQUEST_TIMEOUT_MS: int(100, 120_000).default(5000),
   IDEMPOTENCY_LEASE_MS: int(200, 60_000).default(2_000),
   IDEMPOTENCY_WAIT_MS: int(0, 60_000).default(3_000),
+  NOTIFICATION_SWEEP_MS: int(100, 86_400_000).default(5_000),
   // Operator order policies: each off (unset) unless configured, so API.md's contract stays the default.
   ORDER_MAX_PENDING_PER_BUYER: int(1, 1_000_000).optional(),
   ORDER_MAX_UNITS_PER_PRODUCT: int(1, 1_000_000_000).optional(),
@@ -232,6 +233,11 @@ export interface Config {
   productListCacheEntries: number;
   /** How often used/expired refresh tokens and expired idempotency keys are deleted. */
   pruneIntervalSeconds: number;
+  /**
+   * How often the notification dispatcher looks for due outbox rows nobody told it about (another process's
+   * leftovers after a crash); this process's own commits wake it at once.
+   */
+  notificationSweepMs: number;
   /**
    * Whether the pruner removes image files that no image row names (over an hour old). Off unless UPLOAD_DIR is
    * this database's alone: another database's files there have no row here either.
@@ -493,6 +499,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : null,
     idempotency: { leaseMs: v.IDEMPOTENCY_LEASE_MS, waitMs: v.IDEMPOTENCY_WAIT_MS },
+    notificationSweepMs: v.NOTIFICATION_SWEEP_MS,
     orderPolicies: {
       maxPendingPerBuyer: v.ORDER_MAX_PENDING_PER_BUYER ?? null,
       maxUnitsPerProduct: v.ORDER_MAX_UNITS_PER_PRODUCT ?? null,

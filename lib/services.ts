@@ -68,7 +68,10 @@ export function createServices(deps: Deps) {
       ? createDb({ ...database, poolMax: 1 }, deps.config.dbTimeouts, deps.logger)
       : null;
   const health = createHealthService({ db: probeDb ?? deps.db });
-  const dispatcher = createNotificationDispatcher(deps);
+  const dispatcher = createNotificationDispatcher({
+    ...deps,
+    sweepIntervalMs: deps.config.notificationSweepMs,
+  });
   const notifications = createNotificationService(deps);
   // One order writer (under the operator's buyer caps): the inventory runs it for requests forwarded from
   // other instances, the order service for its own.
