@@ -1,8 +1,10 @@
 // Cluster tests run against the real NATS (JetStream) at 127.0.0.1:4222, or TEST_NATS_URL. They need no
 // database, so they run once, in the MySQL pass; on the SQLite pass they are registered as skipped with a
 // title saying so. Each test file gets its own subject prefix and bucket names, so files never meet.
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import net from 'node:net';
+import readline from 'node:readline';
 import test, { type Implementation } from 'ava';
 import { loadConfig, type ClusterConfig } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
@@ -116,3 +118,42 @@ export const shareReport = (nodes: Cluster[]) =>
 
 /** A product id in `shard`. */
 export const productIn = (shard: number, shards = 64, n = 1) => shard + shards * n;
+
+/** A cluster node in a child process of its own (test/cluster/cluster-node.ts), for SIGKILL and SIGSTOP. */
+export interface ChildNode {
+  process: ChildProcess;
+  /** The shards it last reported owning (it reports on every loss and every 100 ms). */
+  owned: number[];
+  /** How many reports arrived. */
+  reports: number;
+  exited: Promise<void>;
+  stderr: string;
+}
+
+export function spawnNode(prefix: string, instanceId: string, env: Record<string, string> = {}): ChildNode {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/cluster/cluster-node.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      NATS_URL,
+      DATABASE_URL: 'mysql://root@127.0.0.1:3306/unused', // cluster mode needs one; this node never connects
+      CLUSTER_PREFIX: prefix,
+      CLUSTER_INSTANCE_ID: instanceId,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const node: ChildNode = {
+    process: child,
+    owned: [],
+    reports: 0,
+    stderr: '',
+    exited: new Promise((resolve) => child.once('exit', () => resolve())),
+  };
+  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    node.owned = (JSON.parse(line) as { owned: number[] }).owned;
+    node.reports++;
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (node.stderr += chunk.toString()));
+  return node;
+}

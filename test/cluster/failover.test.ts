@@ -2,47 +2,22 @@
 // within 5 s; requests for them during the move are answered 503 + Retry-After at once (never a hang, never
 // another error) and are served by the new owners afterwards; a node started again gets shards back, and a
 // SIGTERM (graceful close) hands them over without waiting for the TTL.
-import { spawn, type ChildProcess } from 'node:child_process';
-import readline from 'node:readline';
 import { ServiceUnavailableError } from '../../lib/errors';
 import type { Cluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
-import { cleanup, NATS_URL, natsTest, productIn, startNode, uniquePrefix, until } from './cluster-fixtures';
+import {
+  cleanup,
+  natsTest,
+  productIn,
+  spawnNode,
+  startNode,
+  uniquePrefix,
+  until,
+  type ChildNode,
+} from './cluster-fixtures';
 
 const SHARDS = 64;
-
-interface ChildNode {
-  process: ChildProcess;
-  owned: number[];
-  exited: Promise<void>;
-  stderr: string;
-}
-
-function spawnNode(prefix: string, instanceId: string): ChildNode {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/cluster/cluster-node.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      NATS_URL,
-      DATABASE_URL: 'mysql://root@127.0.0.1:3306/unused', // cluster mode needs one; this node never connects
-      CLUSTER_PREFIX: prefix,
-      CLUSTER_INSTANCE_ID: instanceId,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const node: ChildNode = {
-    process: child,
-    owned: [],
-    stderr: '',
-    exited: new Promise((resolve) => child.once('exit', () => resolve())),
-  };
-  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-    node.owned = (JSON.parse(line) as { owned: number[] }).owned;
-  });
-  child.stderr!.on('data', (chunk: Buffer) => (node.stderr += chunk.toString()));
-  return node;
-}
 
 /** The live in-process nodes plus the child together own every shard exactly once. */
 function settled(nodes: Cluster[], child: ChildNode | null): boolean {

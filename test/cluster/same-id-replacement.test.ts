@@ -2,10 +2,8 @@
 // CLUSTER_INSTANCE_ID and takes every shard: when the old one resumes it must not adopt or take back the
 // replacement's keys, though they hold its instance id. The leases' value names the process (an incarnation), so
 // the old one finds another process's value and lets go; no shard ever has two owners.
-import { spawn } from 'node:child_process';
-import readline from 'node:readline';
 import type { Cluster } from '../../lib/cluster/cluster';
-import { cleanup, NATS_URL, natsTest, startNode, uniquePrefix, until, untilOwns } from './cluster-fixtures';
+import { cleanup, natsTest, spawnNode, startNode, uniquePrefix, until, untilOwns } from './cluster-fixtures';
 
 const SHARDS = 4;
 const TTL_MS = 1500;
@@ -21,31 +19,14 @@ natsTest(
   'a stalled process resuming after a replacement took its id and shards never serves a shard the replacement holds',
   async (t) => {
     const prefix = uniquePrefix('same-id');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/cluster/cluster-node.ts'], {
-      env: {
-        ...process.env,
-        NODE_ENV: 'test',
-        NATS_URL,
-        DATABASE_URL: 'mysql://root@127.0.0.1:3306/unused', // cluster mode needs one; the node never connects
-        CLUSTER_PREFIX: prefix,
-        CLUSTER_INSTANCE_ID: 'pod-0',
-        ...LEASES,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const old = { owned: [] as number[], reports: 0 };
-    readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-      old.owned = (JSON.parse(line) as { owned: number[] }).owned;
-      old.reports++;
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const old = spawnNode(prefix, 'pod-0', LEASES);
+    const child = old.process;
     let replacement: Cluster | undefined;
     try {
       await until(
         () => old.owned.length === SHARDS,
         15_000,
-        () => `the first process owns ${JSON.stringify(old.owned)}: ${stderr}`,
+        () => `the first process owns ${JSON.stringify(old.owned)}: ${old.stderr}`,
       );
       child.kill('SIGSTOP');
       await sleep(TTL_MS + 1000); // its keys, the membership's too, expire on the server
