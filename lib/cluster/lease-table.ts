@@ -136,10 +136,11 @@ export function createLeaseTable(options: LeaseTableOptions) {
 
   /**
    * `key`, which this table lost, is taken: by our own value, it is a renewal of ours the server applied after the
-   * loss (its answer lost while NATS stalled): the value names one process (ownership.ts), so no other process
-   * holds the key meanwhile, and it is taken back with a compare-and-set at that revision, held from that write. Otherwise (someone else's value, or the key gone)
-   * nothing of ours can arrive any more: a renewal still on its way fails its compare-and-set. Throws when NATS
-   * did not answer, or a write came between the read and the compare-and-set (the next claim tries again).
+   * loss (its answer lost while NATS stalled). The value names one process (ownership.ts), so no other process holds
+   * the key meanwhile: it is taken back with a compare-and-set at that revision, and held from that write. Otherwise
+   * (someone else's value, or the key gone) nothing of ours can arrive any more: a renewal still on its way fails its
+   * compare-and-set. Throws when NATS did not answer, or a write came between the read and the compare-and-set (the
+   * next claim tries again).
    */
   async function takeBackLeftover(key: string, value: string): Promise<boolean> {
     const current = await kv.get(key);

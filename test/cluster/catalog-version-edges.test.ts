@@ -4,53 +4,26 @@
 // judgement, so an order placed after the edit's 200 is never charged the old price or name: instances-coherence
 // pins the same rule while the owner hears the edit, where its event almost always arrives first.
 import test from 'ava';
-import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
 import { address } from '../orders/order-fixtures';
 import { createMember, createProduct } from '../helpers/factories';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
-import { destroyClusterBuckets } from '../../lib/cluster/cluster';
-import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { natsTest, until, startProxiedPair, type ProxiedPair } from './cluster-fixtures';
 
-let database: TestDatabase | undefined;
-let proxy: TcpProxy | undefined;
-let prefix: string | undefined;
-const apps: TestApp[] = [];
-
-test.after.always(async () => {
-  await Promise.allSettled(apps.map((app) => app.close()));
-  await proxy?.close();
-  if (prefix) await destroyClusterBuckets(NATS_URL, prefix);
-  await database?.drop();
-});
+let pair: ProxiedPair | undefined;
+test.after.always(() => pair?.close());
 
 natsTest(
   'an owner that missed an edit made elsewhere never charges the old price: its stale judgement is refused by the catalog version',
   async (t) => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('catalog-version');
-    const nats = new URL(NATS_URL);
-    proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
-    const env = (id: string, url: string) => ({
-      NATS_URL: url,
-      CLUSTER_PREFIX: prefix!,
-      CLUSTER_INSTANCE_ID: id,
-      CLUSTER_SHARDS: '8',
+    pair = await startProxiedPair('catalog-version', {
       // A lease valid for 5 s after its last renewal: the owner keeps its shards a while after its link is cut.
       CLUSTER_LEASE_TTL_MS: '6000',
       CLUSTER_RENEW_MS: '1000',
     });
-    const a = await startTestApp({
-      database,
-      env: env('a', `nats://127.0.0.1:${proxy.port}`),
-      logLevel: 'warn',
-    });
-    apps.push(a);
-    const b = await startTestApp({ database, env: env('b', NATS_URL) });
-    apps.push(b);
+    const { a, b, proxy } = pair;
     await until(
-      () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
+      () => [a, b].every((app) => app.bundle.services.cluster!.ownedShards().length === 4),
       10_000,
-      () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
+      () => [a, b].map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
     );
     const seller = await createMember(a, 'SELLER');
     const buyer = await createMember(a, 'BUYER');

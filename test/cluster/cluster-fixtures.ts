@@ -9,7 +9,8 @@ import test, { type Implementation } from 'ava';
 import { loadConfig, type ClusterConfig } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
-import { DB_KIND, LogCollector } from '../helpers/harness';
+import { createTestDatabase, DB_KIND, LogCollector, startTestApp, type TestApp } from '../helpers/harness';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
 
 export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -156,4 +157,49 @@ export function spawnNode(prefix: string, instanceId: string, env: Record<string
   });
   child.stderr!.on('data', (chunk: Buffer) => (node.stderr += chunk.toString()));
   return node;
+}
+
+/** Two service instances of one cluster on one fresh database; A's NATS link runs through `proxy`, B's directly. */
+export interface ProxiedPair {
+  a: TestApp;
+  b: TestApp;
+  /** A's link to NATS: `refuse()` + `cutAll()` cut it (a blip, a middlebox reset), `pass()` lets it through again. */
+  proxy: TcpProxy;
+  /** Closes both instances and the proxy, removes the cluster's buckets and drops the database. */
+  close(): Promise<void>;
+}
+
+/** Starts a `ProxiedPair` (8 shards; `env` adds or overrides settings of both instances). */
+export async function startProxiedPair(
+  label: string,
+  env: Record<string, string> = {},
+): Promise<ProxiedPair> {
+  const database = await createTestDatabase();
+  const prefix = uniquePrefix(label);
+  const nats = new URL(NATS_URL);
+  const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
+  const apps: TestApp[] = [];
+  const close = async () => {
+    await Promise.allSettled(apps.map((app) => app.close()));
+    await proxy.close();
+    await destroyClusterBuckets(NATS_URL, prefix);
+    await database.drop();
+  };
+  const envOf = (id: string, url: string) => ({
+    NATS_URL: url,
+    CLUSTER_PREFIX: prefix,
+    CLUSTER_INSTANCE_ID: id,
+    CLUSTER_SHARDS: '8',
+    ...env,
+  });
+  try {
+    apps.push(
+      await startTestApp({ database, env: envOf('a', `nats://127.0.0.1:${proxy.port}`), logLevel: 'warn' }),
+    );
+    apps.push(await startTestApp({ database, env: envOf('b', NATS_URL) }));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { a: apps[0], b: apps[1], proxy, close };
 }

@@ -3,45 +3,17 @@
 // others to drop theirs: nobody else knows A missed something, and A's detail cache would otherwise serve the
 // old price for its whole TTL (minutes).
 import test from 'ava';
-import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
 import { createMember, createProduct } from '../helpers/factories';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
-import { destroyClusterBuckets } from '../../lib/cluster/cluster';
-import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { natsTest, until, startProxiedPair, type ProxiedPair } from './cluster-fixtures';
 
-let database: TestDatabase | undefined;
-let proxy: TcpProxy | undefined;
-let prefix: string | undefined;
-const apps: TestApp[] = [];
-
-test.after.always(async () => {
-  await Promise.allSettled(apps.map((app) => app.close()));
-  await proxy?.close();
-  if (prefix) await destroyClusterBuckets(NATS_URL, prefix);
-  await database?.drop();
-});
+let pair: ProxiedPair | undefined;
+test.after.always(() => pair?.close());
 
 natsTest(
   'an instance that lost only its own NATS link drops its own caches on reconnecting: it serves the edit it missed',
   async (t) => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('one-sided-edges');
-    const nats = new URL(NATS_URL);
-    proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
-    const env = (id: string, url: string) => ({
-      NATS_URL: url,
-      CLUSTER_PREFIX: prefix!,
-      CLUSTER_INSTANCE_ID: id,
-      CLUSTER_SHARDS: '8',
-    });
-    const a = await startTestApp({
-      database,
-      env: env('a', `nats://127.0.0.1:${proxy.port}`),
-      logLevel: 'warn',
-    });
-    apps.push(a);
-    const b = await startTestApp({ database, env: env('b', NATS_URL) });
-    apps.push(b);
+    pair = await startProxiedPair('one-sided-edges');
+    const { a, b, proxy } = pair;
     const seller = await createMember(b, 'SELLER');
     const productId = await createProduct(b, seller.id, { stockQuantity: 5, price: '10.00' });
     const detail = `/api/v1/products/${productId}`;

@@ -4,52 +4,27 @@
 // reconnect, not after the cache's TTL. And an event published once the connection is closing (a change committed
 // late in a shutdown) is logged and dropped, never thrown.
 import test from 'ava';
-import {
-  createTestDatabase,
-  LogCollector,
-  startTestApp,
-  type TestApp,
-  type TestDatabase,
-} from '../helpers/harness';
+import { LogCollector } from '../helpers/harness';
 import { createMember, createProduct, type TestMember } from '../helpers/factories';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
-import { createCluster, destroyClusterBuckets } from '../../lib/cluster/cluster';
+import { createCluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
-import { clusterConfig, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import {
+  clusterConfig,
+  natsTest,
+  uniquePrefix,
+  until,
+  startProxiedPair,
+  type ProxiedPair,
+} from './cluster-fixtures';
 
-let database: TestDatabase;
-let proxy: TcpProxy;
-let prefix: string;
-const apps: TestApp[] = [];
-
-test.after.always(async () => {
-  await Promise.allSettled(apps.map((app) => app.close()));
-  await proxy?.close();
-  if (prefix) await destroyClusterBuckets(NATS_URL, prefix);
-  await database?.drop();
-});
+let pair: ProxiedPair | undefined;
+test.after.always(() => pair?.close());
 
 natsTest(
   'an instance that lost only its own NATS link makes the others drop what it announced meanwhile',
   async (t) => {
-    database = await createTestDatabase();
-    prefix = uniquePrefix('one-sided');
-    const nats = new URL(NATS_URL);
-    proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port || 4222) });
-    const env = (id: string, url: string) => ({
-      NATS_URL: url,
-      CLUSTER_PREFIX: prefix,
-      CLUSTER_INSTANCE_ID: id,
-      CLUSTER_SHARDS: '8',
-    });
-    const a = await startTestApp({
-      database,
-      env: env('a', `nats://127.0.0.1:${proxy.port}`),
-      logLevel: 'warn',
-    });
-    apps.push(a);
-    const b = await startTestApp({ database, env: env('b', NATS_URL) });
-    apps.push(b);
+    pair = await startProxiedPair('one-sided');
+    const { a, b, proxy } = pair;
     const seller: TestMember = await createMember(a, 'SELLER');
     const productId = await createProduct(a, seller.id, { stockQuantity: 5, price: '10.00' });
     const detail = `/api/v1/products/${productId}`;
