@@ -171,11 +171,14 @@ export function createOwnership(deps: OwnershipDeps) {
     // That read may be the one that found the shards bucket made again (only it, not the members bucket).
     if (Date.now() < claimsFrom || stopped) return;
     // Free, or holding what may be our own renewal applied after we lost the shard (the claim takes it back).
-    const free = preference.filter(
-      (shard) =>
-        (!taken.has(shardKey(shard)) || shardLeases.mayHoldOurLeftover(shardKey(shard))) &&
-        !releasing.has(shard),
-    );
+    // Free ones first: a leftover is often another instance's by now, and a failed claim wastes this round's slot.
+    const isFree = (shard: number) => !taken.has(shardKey(shard));
+    const free = [
+      ...preference.filter((shard) => isFree(shard) && !releasing.has(shard)),
+      ...preference.filter(
+        (shard) => !isFree(shard) && shardLeases.mayHoldOurLeftover(shardKey(shard)) && !releasing.has(shard),
+      ),
+    ];
     const claimed = await Promise.all(
       free.slice(0, share - owned.length).map(async (shard) => {
         if (stopped) return null;

@@ -169,3 +169,61 @@ natsTest(
     }
   },
 );
+
+natsTest(
+  'a node below its share claims a free shard before trying to take back one it lost to another instance',
+  async (t) => {
+    const prefix = uniquePrefix('own-lost-first');
+    const nodes: Cluster[] = [];
+    const env = { ...ENV, CLUSTER_SHARDS: '4' };
+    const thief = await connect({ servers: NATS_URL });
+    let ghost: Awaited<ReturnType<typeof ghostMember>> | undefined;
+    let keepStolen: NodeJS.Timeout | undefined;
+    try {
+      const node = await startNode(prefix, 'node-a', env);
+      nodes.push(node);
+      ghost = await ghostMember(prefix);
+      await node.start();
+      t.is(node.ownedShards().length, 2, 'two members, four shards: a share of 2, the other two free');
+      const [stolen] = node.ownedShards();
+      const { shards } = bucketNames(prefix);
+      // Another instance's value written over the node's lease (kept alive past the bucket's TTL): the node's next
+      // renewal fails its compare-and-set and the shard is lost, remembered as one that may hold our leftover.
+      const kv = await new Kvm(thief).open(shards);
+      const steal = () =>
+        kv.put(`shard-${stolen}`, JSON.stringify({ instanceId: 'thief', incarnation: 'x' }));
+      // Every write to the stolen key is a message on its subject: the node's claims of it show here, told from its
+      // renewals by the revision they expect (a claim creates the key: it expects none, 0).
+      const claimsOfStolen: string[] = [];
+      const sub = thief.subscribe(`$KV.${shards}.shard-${stolen}`, {
+        callback: (_err, msg) => {
+          const expected = msg.headers?.get('Nats-Expected-Last-Subject-Sequence');
+          if (msg.string().includes('node-a') && expected === '0') claimsOfStolen.push(msg.string());
+        },
+      });
+      await thief.flush();
+      await steal();
+      keepStolen = setInterval(() => void steal().catch(() => undefined), 300);
+      await until(
+        () => !node.ownedShards().includes(stolen),
+        3000,
+        () => `shard ${stolen} still owned after another instance's value replaced the lease`,
+      );
+      await until(
+        () => node.ownedShards().length === 2,
+        3000,
+        () => `${node.ownedShards().length} shards owned after the loss, not 2`,
+      );
+      // A few more balancing rounds (every 250 ms): at its share, it tries nothing more.
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      sub.unsubscribe();
+      t.false(node.ownedShards().includes(stolen));
+      t.deepEqual(claimsOfStolen, [], 'the free shard was claimed first; the lost one was never tried');
+    } finally {
+      clearInterval(keepStolen);
+      await ghost?.stop();
+      await thief.close();
+      await cleanup(prefix, nodes);
+    }
+  },
+);
