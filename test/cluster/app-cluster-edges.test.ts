@@ -5,71 +5,14 @@
 // and its actors, which made it, would re-read every product they just sold. A shard handed over stops the idle
 // actors of that shard only: the instance's other shards keep theirs (app-cluster.test.ts moves several shards at
 // once, where each loss stopping every other shard's actors would look the same).
-import test, { type ExecutionContext } from 'ava';
-import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
+import { createTestDatabase, type TestApp } from '../helpers/harness';
 import { address } from '../orders/order-fixtures';
-import { createMember, createProduct, type TestMember } from '../helpers/factories';
+import { createMember, createProduct } from '../helpers/factories';
 import { readsProducts, watchQueries } from '../helpers/queries';
-import { destroyClusterBuckets } from '../../lib/cluster/cluster';
-import { NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { closeWorld, productOwnedBy, sharedWorld, startInstance } from './app-world';
 
-interface World {
-  database: TestDatabase;
-  prefix: string;
-  apps: TestApp[];
-  seller: TestMember;
-  buyer: TestMember;
-}
-
-async function twoInstances(): Promise<World> {
-  const database = await createTestDatabase();
-  const prefix = uniquePrefix('app-edges');
-  const env = (id: string) => ({
-    NATS_URL,
-    CLUSTER_PREFIX: prefix,
-    CLUSTER_INSTANCE_ID: id,
-    CLUSTER_SHARDS: '16',
-  });
-  const apps = [await startTestApp({ database, env: env('a') })];
-  apps.push(await startTestApp({ database, env: env('b') }));
-  await until(
-    () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 8),
-    5000,
-    () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
-  );
-  return {
-    database,
-    prefix,
-    apps,
-    seller: await createMember(apps[0], 'SELLER'),
-    buyer: await createMember(apps[0], 'BUYER'),
-  };
-}
-
-async function close(world: Pick<World, 'apps' | 'prefix' | 'database'>): Promise<void> {
-  await Promise.allSettled(world.apps.map((app) => app.close()));
-  await destroyClusterBuckets(NATS_URL, world.prefix);
-  await world.database.drop();
-}
-
-let shared: Promise<World> | undefined;
-test.after.always(async () => {
-  if (shared) await close(await shared);
-});
-
-async function withWorld(t: ExecutionContext, run: (world: World) => Promise<void>): Promise<void> {
-  shared ??= twoInstances();
-  await run(await shared);
-  t.pass();
-}
-
-/** A new product whose shard `owner` serves (ids grow: each is above every product made before it). */
-async function productOwnedBy(world: World, owner: TestApp, stockQuantity = 10): Promise<number> {
-  for (;;) {
-    const id = await createProduct(world.apps[0], world.seller.id, { stockQuantity, price: '10.00' });
-    if (owner.bundle.services.cluster!.isOwner(id)) return id;
-  }
-}
+const withWorld = sharedWorld('app-edges');
 
 natsTest(
   'a cart runs on the owner of its lowest product id, also when that product is not its first item',
@@ -141,18 +84,14 @@ natsTest(
   "one shard handed to a joining instance stops that shard's idle actors, and only those",
   async (t) => {
     // 3 shards: a holds all three alone; b joining makes the share 2, so exactly one shard moves to b.
-    const database = await createTestDatabase();
-    const world = { database, prefix: uniquePrefix('app-evict'), apps: [] as TestApp[] };
+    const world = {
+      database: await createTestDatabase(),
+      prefix: uniquePrefix('app-evict'),
+      apps: [] as TestApp[],
+    };
     try {
-      const env = (id: string) => ({
-        NATS_URL,
-        CLUSTER_PREFIX: world.prefix,
-        CLUSTER_INSTANCE_ID: id,
-        CLUSTER_SHARDS: '3',
-        CLUSTER_LEASE_TTL_MS: '1500',
-        CLUSTER_RENEW_MS: '500',
-      });
-      const a = await startTestApp({ database, env: env('a') });
+      const env = { CLUSTER_SHARDS: '3', CLUSTER_LEASE_TTL_MS: '1500', CLUSTER_RENEW_MS: '500' };
+      const a = await startInstance(world, 'a', env);
       world.apps.push(a);
       const cluster = a.bundle.services.cluster!;
       t.is(cluster.ownedShards().length, 3);
@@ -173,7 +112,7 @@ natsTest(
         t.like(a.bundle.services.inventory.inspect(productId), { stock: 9, reserved: 0 });
       }
 
-      const b = await startTestApp({ database, env: env('b') });
+      const b = await startInstance(world, 'b', env);
       world.apps.push(b);
       await until(
         () => cluster.ownedShards().length === 2 && b.bundle.services.cluster!.ownedShards().length === 1,
@@ -193,7 +132,7 @@ natsTest(
           `the actor of shard ${shard}, still a's, is kept`,
         );
     } finally {
-      await close(world);
+      await closeWorld(world);
     }
   },
 );

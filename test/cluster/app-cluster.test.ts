@@ -3,77 +3,14 @@
 // (refusals included) reach the client unchanged, changes made on one instance reach the other's caches and
 // actors, and a shard that moves away takes its idle actors with it. The multi-process suites (separate
 // `npm start` processes, kill -9) build on what this file pins.
-import test, { type ExecutionContext } from 'ava';
-import { createTestDatabase, startTestApp, type TestApp, type TestDatabase } from '../helpers/harness';
+import type { TestApp } from '../helpers/harness';
 import { address } from '../orders/order-fixtures';
-import { createMember, createProduct, type TestMember } from '../helpers/factories';
+import type { TestMember } from '../helpers/factories';
 import { countQueries, readsProducts } from '../helpers/queries';
-import { destroyClusterBuckets } from '../../lib/cluster/cluster';
-import { exactlyOnce, NATS_URL, natsTest, uniquePrefix, until } from './cluster-fixtures';
+import { exactlyOnce, natsTest, until } from './cluster-fixtures';
+import { productOwnedBy, sharedWorld, startInstance } from './app-world';
 
-interface World {
-  database: TestDatabase;
-  prefix: string;
-  apps: TestApp[];
-  seller: TestMember;
-  buyer: TestMember;
-  admin: TestMember;
-}
-
-async function startInstance(world: Pick<World, 'database' | 'prefix'>, id: string): Promise<TestApp> {
-  return startTestApp({
-    database: world.database,
-    env: { NATS_URL, CLUSTER_PREFIX: world.prefix, CLUSTER_INSTANCE_ID: id, CLUSTER_SHARDS: '16' },
-  });
-}
-
-/** Two instances on one database, both holding shards. */
-async function twoInstances(): Promise<World> {
-  const database = await createTestDatabase();
-  const prefix = uniquePrefix('app');
-  const first = await startInstance({ database, prefix }, 'a');
-  const second = await startInstance({ database, prefix }, 'b');
-  const apps = [first, second];
-  await until(
-    () => apps.every((app) => app.bundle.services.cluster!.ownedShards().length === 8),
-    5000,
-    () => apps.map((app) => app.bundle.services.cluster!.ownedShards().length).join(' / '),
-  );
-  return {
-    database,
-    prefix,
-    apps,
-    seller: await createMember(first, 'SELLER'),
-    buyer: await createMember(first, 'BUYER'),
-    admin: await createMember(first, 'ADMIN'),
-  };
-}
-
-async function close(world: World): Promise<void> {
-  await Promise.allSettled(world.apps.map((app) => app.close()));
-  await destroyClusterBuckets(NATS_URL, world.prefix);
-  await world.database.drop();
-}
-
-// One world for the file (starting instances costs seconds); the tests run serially, in this order.
-let shared: Promise<World> | undefined;
-test.after.always(async () => {
-  if (shared) await close(await shared);
-});
-
-async function withWorld(t: ExecutionContext, run: (world: World) => Promise<void>): Promise<void> {
-  shared ??= twoInstances();
-  await run(await shared);
-  t.pass();
-}
-
-/** A new product whose shard `owner` serves. */
-async function productOwnedBy(world: World, owner: TestApp, stockQuantity = 10): Promise<number> {
-  for (;;) {
-    const id = await createProduct(world.apps[0], world.seller.id, { stockQuantity, price: '10.00' });
-    if (owner.bundle.services.cluster!.isOwner(id)) return id;
-  }
-}
+const withWorld = sharedWorld('app');
 
 const order = (app: TestApp, buyer: TestMember, productId: number, quantity = 1) =>
   app.request('POST', '/api/v1/orders', {

@@ -40,13 +40,7 @@ natsTest(
     t.is(before.status, 201, before.text);
     t.like(before.body.orders[0].items[0], { productName: 'Old tea', productPrice: 10 });
 
-    proxy.refuse();
-    proxy.cutAll();
-    await until(
-      () => /Disconnected from NATS/.test(a.logs.text),
-      2000,
-      () => 'A did not notice the cut',
-    );
+    await pair.cutA();
     const edit = await b.request('PATCH', `/api/v1/products/${productId}`, {
       token: seller.token,
       body: { name: 'New tea', price: 12.5 },

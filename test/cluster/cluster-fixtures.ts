@@ -5,10 +5,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import readline from 'node:readline';
-import test, { type Implementation } from 'ava';
+import test, { type ExecutionContext, type Implementation } from 'ava';
 import { loadConfig, type ClusterConfig } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
+import { createMember, createProduct } from '../helpers/factories';
 import { createTestDatabase, DB_KIND, LogCollector, startTestApp, type TestApp } from '../helpers/harness';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { until } from '../helpers/until';
@@ -159,12 +160,31 @@ export function spawnNode(prefix: string, instanceId: string, env: Record<string
   return node;
 }
 
+/**
+ * A bare forwarder's settings over 64 shards with the test timings (1 s request timeout, 600 ms handover wait,
+ * Retry-After 4 s, always connected); a forwarder adds its own `nc`, `instanceId` and `owns`.
+ */
+export const forwarderSettings = (
+  prefix: string,
+  overrides: { requestTimeoutMs?: number; handoverWaitMs?: number } = {},
+) => ({
+  prefix,
+  requestTimeoutMs: overrides.requestTimeoutMs ?? 1000,
+  handoverWaitMs: overrides.handoverWaitMs ?? 600,
+  retryAfterSeconds: 4,
+  shardOf: (id: number) => id % 64,
+  logger: quietLogger(),
+  connected: () => true,
+});
+
 /** Two service instances of one cluster on one fresh database; A's NATS link runs through `proxy`, B's directly. */
 export interface ProxiedPair {
   a: TestApp;
   b: TestApp;
-  /** A's link to NATS: `refuse()` + `cutAll()` cut it (a blip, a middlebox reset), `pass()` lets it through again. */
+  /** A's link to NATS: `cutA()` cuts it, `pass()` lets it through again. */
   proxy: TcpProxy;
+  /** Cuts A's link to NATS and refuses new ones (a blip, a middlebox reset); resolves once A noticed. B stays. */
+  cutA(): Promise<void>;
   /** Closes both instances and the proxy, removes the cluster's buckets and drops the database. */
   close(): Promise<void>;
 }
@@ -201,5 +221,52 @@ export async function startProxiedPair(
     await close();
     throw err;
   }
-  return { a: apps[0], b: apps[1], proxy, close };
+  const [a, b] = apps;
+  const cutA = async () => {
+    proxy.refuse();
+    proxy.cutAll();
+    await until(
+      () => /Disconnected from NATS/.test(a.logs.text),
+      2000,
+      () => 'A did not notice the cut',
+    );
+  };
+  return { a, b, proxy, cutA, close };
+}
+
+/**
+ * A one-sided cut (A's link only) with an edit on `editor` meanwhile, read on the other instance: the reader serves
+ * its cached copy while A is cut off, and the edit (with the editor's ETag) within 1 s of A's link being let through
+ * again, far before the cache's TTL. When A edits, its announcement was dropped; when B edits, A missed it.
+ */
+export async function editDuringOneSidedCut(
+  t: ExecutionContext,
+  pair: ProxiedPair,
+  editor: 'a' | 'b',
+): Promise<void> {
+  const [writer, reader] = editor === 'a' ? [pair.a, pair.b] : [pair.b, pair.a];
+  const seller = await createMember(writer, 'SELLER');
+  const productId = await createProduct(writer, seller.id, { stockQuantity: 5, price: '10.00' });
+  const detail = `/api/v1/products/${productId}`;
+  const cached = await reader.request('GET', detail);
+  t.is(cached.status, 200);
+  t.is(cached.body.price, 10);
+
+  await pair.cutA();
+  const edit = await writer.request('PATCH', detail, { token: seller.token, body: { price: 12.5 } });
+  t.is(edit.status, 200, edit.text);
+  t.is(edit.body.price, 12.5);
+  t.is((await reader.request('GET', detail)).body.price, 10, 'the announcement did not cross the cut');
+
+  pair.proxy.pass();
+  const back = Date.now();
+  await until(
+    async () => (await reader.request('GET', detail)).body.price === 12.5,
+    // A reconnects within its reconnect wait (250 ms) once NATS takes connections again.
+    1000 + 250,
+    () => `the reader still serves the price from before the edit made on ${editor}`,
+  );
+  t.log(`the reader served the edit ${Date.now() - back} ms after A's link was let through again`);
+  const fresh = await reader.request('GET', detail);
+  t.is(fresh.headers.get('etag'), (await writer.request('GET', detail)).headers.get('etag'));
 }

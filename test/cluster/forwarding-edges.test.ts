@@ -15,10 +15,10 @@ import { liveKeys } from '../../lib/cluster/lease-table';
 import {
   cleanup,
   exactlyOnce,
+  forwarderSettings,
   NATS_URL,
   natsTest,
   productIn,
-  quietLogger,
   shareReport,
   startNode,
   uniquePrefix,
@@ -55,17 +55,11 @@ async function leaveWhileForwardedRequestRuns(t: ExecutionContext, viaOwner: boo
     const nc = await connect({ servers: NATS_URL });
     connections.push(nc);
     const caller = createForwarder({
+      ...forwarderSettings(prefix, { requestTimeoutMs: 5000 }),
       nc,
-      prefix,
       instanceId: 'caller',
-      requestTimeoutMs: 5000,
-      handoverWaitMs: 600,
-      retryAfterSeconds: 4,
-      shardOf: (id) => id % 64,
       owns: () => false,
-      connected: () => true,
       ...(viaOwner ? { ownerOf: () => node.instanceId } : {}),
-      logger: quietLogger(),
     });
     const productId = productIn(5);
     const forwarded = caller.request(productId, {});

@@ -24,6 +24,7 @@ import { startTcpProxy } from '../helpers/tcp-proxy';
 import {
   cleanup,
   exactlyOnce,
+  forwarderSettings,
   NATS_URL,
   natsTest,
   productIn,
@@ -221,15 +222,7 @@ natsTest('a request reaching an instance that just lost the shard is answered 50
     for (let i = 0; i < 2; i++) connections.push(await connect({ servers: NATS_URL }));
     let owned = true;
     let ran = 0;
-    const common = {
-      prefix,
-      requestTimeoutMs: 1000,
-      handoverWaitMs: 600,
-      retryAfterSeconds: 4,
-      shardOf: (id: number) => id % 64,
-      logger: quietLogger(),
-      connected: () => true,
-    };
+    const common = forwarderSettings(prefix);
     // Still subscribed to shard 3, but its lease is gone (owns() turned false before the subscription closed).
     const former = createForwarder({
       ...common,
@@ -279,15 +272,7 @@ natsTest(
     });
     connections.push(await connect({ servers: `nats://127.0.0.1:${proxy.port}` }));
     for (let i = 0; i < 2; i++) connections.push(await connect({ servers: NATS_URL }));
-    const common = {
-      prefix,
-      requestTimeoutMs: 3000,
-      handoverWaitMs: 1000,
-      retryAfterSeconds: 4,
-      shardOf: (id: number) => id % 64,
-      logger: quietLogger(),
-      connected: () => true,
-    };
+    const common = forwarderSettings(prefix, { requestTimeoutMs: 3000, handoverWaitMs: 1000 });
     const owned = { former: true, next: false };
     const ran = { former: 0, next: 0 };
     const former = createForwarder({
@@ -341,15 +326,7 @@ async function forwarderPair(
   const connections: NatsConnection[] = [];
   for (let i = 0; i < 3; i++) connections.push(await connect({ servers: NATS_URL }));
   t.teardown(() => Promise.all(connections.map((nc) => nc.close())).then(() => undefined));
-  const common = {
-    prefix,
-    requestTimeoutMs: options.requestTimeoutMs ?? 1000,
-    handoverWaitMs: 600,
-    retryAfterSeconds: 4,
-    shardOf: (id: number) => id % 64,
-    logger: quietLogger(),
-    connected: () => true,
-  };
+  const common = forwarderSettings(prefix, { requestTimeoutMs: options.requestTimeoutMs });
   const state = { owned: true };
   const owner = createForwarder({
     ...common,
@@ -651,15 +628,7 @@ async function ownerWorld(
     return nc;
   };
   t.teardown(() => Promise.all(connections.map((nc) => nc.close())).then(() => undefined));
-  const common = {
-    prefix,
-    requestTimeoutMs: options.requestTimeoutMs ?? 1000,
-    handoverWaitMs: 600,
-    retryAfterSeconds: 4,
-    shardOf: (id: number) => id % 64,
-    logger: quietLogger(),
-    connected: () => true,
-  };
+  const common = forwarderSettings(prefix, { requestTimeoutMs: options.requestTimeoutMs });
   const spy = await connection();
   const messages: Array<{ subject: string; v: number; items: Array<{ productId: number; shard?: number }> }> =
     [];
