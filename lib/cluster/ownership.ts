@@ -173,14 +173,14 @@ export function createOwnership(deps: OwnershipDeps) {
     // Free, or holding what may be our own renewal applied after we lost the shard (the claim takes it back).
     // Free ones first: a leftover is often another instance's by now, and a failed claim wastes this round's slot.
     const isFree = (shard: number) => !taken.has(shardKey(shard));
-    const free = [
+    const claimable = [
       ...preference.filter((shard) => isFree(shard) && !releasing.has(shard)),
       ...preference.filter(
         (shard) => !isFree(shard) && shardLeases.mayHoldOurLeftover(shardKey(shard)) && !releasing.has(shard),
       ),
     ];
     const claimed = await Promise.all(
-      free.slice(0, share - owned.length).map(async (shard) => {
+      claimable.slice(0, share - owned.length).map(async (shard) => {
         if (stopped) return null;
         acquiring.add(shard);
         try {
