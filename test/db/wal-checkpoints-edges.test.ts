@@ -1,27 +1,15 @@
 // Edges of SQLite's checkpoint worker (lib/wal-checkpoints.ts) that a mutation hunt found unpinned: its statistics
 // (frames a reader holds back are backlog; an empty checkpoint is not counted), failures counted and logged, and
 // the service's own connection checkpointing by itself only past 10,000 pages.
-import { createRequire } from 'node:module';
 import test from 'ava';
 import { createDb } from '../../lib/db';
 import { createLogger } from '../../lib/logger';
 import { startWalCheckpoints } from '../../lib/wal-checkpoints';
 import { createTestDatabase, DB_KIND, LogCollector, startTestApp, testConfig } from '../helpers/harness';
 import { until } from '../helpers/until';
+import { RawDatabase } from '../helpers/raw-sqlite';
 
 const sqliteOnly = DB_KIND === 'sqlite' ? test : test.skip;
-
-interface RawSqlite {
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  prepare(sql: string): { run(): unknown; get(): unknown };
-  close(): void;
-}
-// better-sqlite3 ships no types; its own connections here, to hold a reader's snapshot synchronously.
-const RawDatabase = createRequire(import.meta.url)('better-sqlite3') as new (
-  file: string,
-  options?: { timeout?: number },
-) => RawSqlite;
 
 sqliteOnly(
   'checkpoint statistics: frames a reader holds back are backlog, and a checkpoint that copied nothing is not counted',

@@ -12,6 +12,7 @@ import { assertError } from '../helpers/assertions';
 import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { until } from '../helpers/until';
+import { rawExchange as rawHttp } from '../helpers/raw-http';
 
 const ORIGIN = 'https://app.example.com';
 
@@ -32,19 +33,7 @@ const exposed = (headers: Headers) =>
 
 const EXPOSED = ['x-request-id', 'retry-after', 'etag', 'allow', 'idempotent-replayed'];
 
-/** One request written as is on its own connection (`Connection: close`): its status line, headers and body. */
-async function rawExchange(request: string): Promise<{ head: string; body: any }> {
-  const url = new URL(app.url);
-  const socket = net.connect(Number(url.port), url.hostname);
-  let text = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk) => (text += chunk));
-  const closed = new Promise((resolve) => socket.once('close', resolve));
-  socket.write(request);
-  await closed;
-  const [head, body] = text.split('\r\n\r\n');
-  return { head, body: body ? JSON.parse(body) : undefined };
-}
+const rawExchange = (request: string) => rawHttp(app.url, request);
 
 test('CORS exposes X-Request-Id, Retry-After, ETag, Allow and Idempotent-Replayed to an allowed page', async (t) => {
   const res = await app.request('GET', '/api/v1/categories', { headers: { Origin: ORIGIN } });

@@ -4,7 +4,6 @@
 // dies is logged as an error.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -21,6 +20,7 @@ import {
   type TestDatabase,
 } from '../helpers/harness';
 import { createMember, login } from '../helpers/factories';
+import { RawDatabase, type RawSqlite } from '../helpers/raw-sqlite';
 
 // These tests make their own SQLite file: once is enough (the SQLite pass); the MySQL case runs in both.
 const sqliteTest = DB_KIND === 'sqlite' ? test : test.skip;
@@ -150,18 +150,6 @@ sqliteTest('a log started over at the length of the last one is counted too', as
     t.is(checkpoints.stats().failures, 0, warnings.text);
   });
 });
-
-interface RawSqlite {
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  prepare(sql: string): { run(): unknown; get(): unknown };
-  close(): void;
-}
-// better-sqlite3 ships no types; its own connections here, to hold locks and snapshots synchronously.
-const RawDatabase = createRequire(import.meta.url)('better-sqlite3') as new (
-  file: string,
-  options?: { timeout?: number },
-) => RawSqlite;
 
 function checkpointRow(db: RawSqlite, mode: 'PASSIVE' | 'RESTART') {
   return (

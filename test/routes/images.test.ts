@@ -17,6 +17,7 @@ import {
   UUID_NAME,
   filesUnder,
 } from './images-fixtures';
+import { rawExchange as rawHttp } from '../helpers/raw-http';
 
 let app: TestApp;
 let seller: TestMember;
@@ -329,19 +330,7 @@ test.serial('a text field beside the files is 400 naming it, and nothing is stor
   await assertNothingStored(t, productId);
 });
 
-/** One request written as is on its own connection (`Connection: close`): the status and the parsed body. */
-async function rawExchange(head: string): Promise<{ status: number; body: any }> {
-  const url = new URL(app.url);
-  const socket = net.connect(Number(url.port), url.hostname);
-  let text = '';
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk) => (text += chunk));
-  const closed = new Promise((resolve) => socket.once('close', resolve));
-  socket.write(head);
-  await closed;
-  const [headers, body] = text.split('\r\n\r\n');
-  return { status: Number(headers.split(' ')[1]), body: JSON.parse(body) };
-}
+const rawExchange = (request: string) => rawHttp(app.url, request);
 
 test.serial(
   'a multipart Content-Type on a request without a body is 400 (no images sent), not 415',
