@@ -11,6 +11,7 @@ import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
+import { shardKey } from '../../lib/cluster/shards';
 import { cleanup, natsTest, NATS_URL, startNode, uniquePrefix, until } from './cluster-fixtures';
 
 const SHARDS = 3;
@@ -190,12 +191,11 @@ natsTest(
       // Another instance's value written over the node's lease (kept alive past the bucket's TTL): the node's next
       // renewal fails its compare-and-set and the shard is lost, remembered as one that may hold our leftover.
       const kv = await new Kvm(thief).open(shards);
-      const steal = () =>
-        kv.put(`shard-${stolen}`, JSON.stringify({ instanceId: 'thief', incarnation: 'x' }));
+      const steal = () => kv.put(shardKey(stolen), JSON.stringify({ instanceId: 'thief', incarnation: 'x' }));
       // Every write to the stolen key is a message on its subject: the node's claims of it show here, told from its
       // renewals by the revision they expect (a claim creates the key: it expects none, 0).
       const claimsOfStolen: string[] = [];
-      const sub = thief.subscribe(`$KV.${shards}.shard-${stolen}`, {
+      const sub = thief.subscribe(`$KV.${shards}.${shardKey(stolen)}`, {
         callback: (_err, msg) => {
           const expected = msg.headers?.get('Nats-Expected-Last-Subject-Sequence');
           if (msg.string().includes('node-a') && expected === '0') claimsOfStolen.push(msg.string());
