@@ -123,6 +123,19 @@ mysqlOnly('a lost connection on this server is ended; one already gone is report
   t.not((await victim()).threadId, lost.threadId, 'the other pool replaced its ended connection');
 });
 
+mysqlOnly(
+  'ending a lost connection the server holds no more is done at once: nothing is tried again',
+  async (t) => {
+    const out = new LogCollector();
+    const log = createLogger({ level: 'info', format: 'line', out });
+    const { threadId } = await victim();
+    const lost = { threadId, client: '127.0.0.1:1', server: (await place()).server }; // that id is another client's
+    t.true(await endLost(db, lost, log), 'gone counts as ended');
+    t.true(await alive(threadId), 'the other client is left alone');
+    t.notRegex(out.text, /could not be ended/);
+  },
+);
+
 /**
  * A pool that reaches MariaDB through a proxy, and a lost connection (`other`'s) whose first end cannot be sent:
  * the proxy refuses every new connection and cuts the pool's. `close()` ends the pool and the proxy.
