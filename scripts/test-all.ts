@@ -3,6 +3,8 @@
 // The closing line counts every test of both runs from ava's TAP output (machine-readable, unlike its
 // human reporter); a run that crashes without reporting a failure still counts as one failed.
 // Each pass starts only the files it has work for (`filesFor`); `npm test -- <files>` runs the files named on both.
+// Any argument not starting with '-' counts as a file, so an option's value (`--match x`) also runs every file on
+// both passes: slower, never fewer tests.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
