@@ -29,7 +29,7 @@ export function categoryRoutes(services: Pick<Services, 'categories'>): RouteDef
     defineRoute({
       method: 'post',
       path: '/admin/categories',
-      summary: 'Create a category (name unique, case-insensitively, under its parent)',
+      summary: 'Create a category (name unique under its parent, ignoring case and Unicode normalization)',
       tags: ['Categories'],
       auth: ['ADMIN'],
       body: createCategoryBody,

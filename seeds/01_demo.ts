@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import { DEFAULT_SEED_PASSWORDS, loadConfig, type Config } from '../lib/config';
 import { hashPassword } from '../lib/auth/passwords';
+import { categoryNameKey } from '../lib/categories/category-repository';
 import { dialect } from '../lib/db';
 
 export const DEMO_ACCOUNTS = [
@@ -116,7 +117,7 @@ async function writeDemo(knex: Knex, config: Config): Promise<void> {
   if (await knex('seed_marks').where({ name: CATALOG_MARK }).first('name')) return;
   const categoryIds: Record<string, number> = {};
   const ensureCategory = async (name: string, parentId: number | null, displayOrder: number) => {
-    const key = { name_key: name.toLowerCase(), parent_key: parentId ?? 0 };
+    const key = { name_key: categoryNameKey(name), parent_key: parentId ?? 0 };
     const existing = await knex('categories').where(key).first('id');
     if (existing) return existing.id as number;
     const [id] = await knex('categories').insert({

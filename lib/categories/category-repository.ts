@@ -15,6 +15,13 @@ export interface NewCategory {
   displayOrder: number;
 }
 
+/**
+ * The key that decides "same name": the name lowercased, then in Unicode NFC (as e-mails are), compared byte for
+ * byte (utf8mb4_bin on MySQL). So case and the two spellings of an accented letter (one code point, or a letter and
+ * a combining mark) make no second category, while names that differ by an accent or an emoji stay two.
+ */
+export const categoryNameKey = (name: string) => name.toLowerCase().normalize('NFC');
+
 export function createCategoryRepository(db: Db) {
   return {
     /** Every category by display_order then id. */
@@ -35,8 +42,7 @@ export function createCategoryRepository(db: Db) {
     async insert(category: NewCategory): Promise<number> {
       const [insertedId] = await db('categories').insert({
         name: category.name,
-        // The key is the lowercased name compared byte for byte (utf8mb4_bin on MySQL).
-        name_key: category.name.toLowerCase(),
+        name_key: categoryNameKey(category.name),
         parent_key: category.parentId ?? 0,
         parent_id: category.parentId,
         display_order: category.displayOrder,

@@ -26,7 +26,8 @@ export const createCategoryBody = strictObject({
     .max(1_000_000, 'displayOrder must be at most 1000000')
     .default(0),
 }).meta({
-  description: 'The name must be unique, case-insensitively, under its parent (409 DUPLICATE_CATEGORY)',
+  description:
+    'The name must be unique under its parent (409 DUPLICATE_CATEGORY), ignoring case and Unicode normalization ("Café" written as one code point or as "e" and a combining accent is one name); names that differ by an accent ("Cafe", "Café") are two',
   example: { name: 'Garden', parentId: 5, displayOrder: 3 },
 });
 

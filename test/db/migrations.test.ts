@@ -202,3 +202,58 @@ test.serial(
     }
   },
 );
+
+test.serial(
+  '20261129000001 gives the categories written before it NFC keys, and leaves a key another category holds',
+  async (t) => {
+    const db = createDb(testConfig(database.env).database);
+    try {
+      await db.migrate.latest();
+      await db.migrate.down({ name: '20261129000001_category_name_key_nfc.ts' });
+      const at = new Date();
+      const composed = 'Café Rekey'.normalize('NFC');
+      const decomposed = composed.normalize('NFD');
+      // As the service wrote them before: the key is the name lowercased as sent.
+      const insert = async (name: string, parentKey: number) =>
+        Number(
+          (
+            await db('categories').insert({
+              name,
+              name_key: name.toLowerCase(),
+              parent_key: parentKey,
+              created_at: at,
+            })
+          )[0],
+        );
+      const alone = await insert(decomposed, 0);
+      const parent = await insert('Rekey parent', 0);
+      const pairComposed = await insert(composed, parent);
+      const pairDecomposed = await insert(decomposed, parent);
+      const plain = await insert('Plain Rekey', 0);
+      const keyOf = async (id: number) =>
+        String((await db('categories').where({ id }).first('name_key')).name_key);
+
+      await db.migrate.up();
+      t.is(await keyOf(alone), composed.toLowerCase());
+      t.is(await keyOf(plain), 'plain rekey');
+      // Two categories that existed before in both spellings stay two: the decomposed one keeps its key.
+      t.is(await keyOf(pairComposed), composed.toLowerCase());
+      t.is(await keyOf(pairDecomposed), decomposed.toLowerCase());
+      // The unique index now refuses the other spelling of the rekeyed name.
+      const error = await db('categories')
+        .insert({ name: composed, name_key: composed.toLowerCase(), parent_key: 0, created_at: at })
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+      t.true(isUniqueViolation(error), String(error));
+
+      await db.migrate.down({ name: '20261129000001_category_name_key_nfc.ts' });
+      t.is(await keyOf(alone), decomposed.toLowerCase());
+      t.is(await keyOf(pairDecomposed), decomposed.toLowerCase());
+      await db.migrate.latest();
+    } finally {
+      await db.destroy();
+    }
+  },
+);

@@ -139,6 +139,25 @@ test('names differ by accents, emoji and 1-to-2 lowercase expansions: only case 
   t.deepEqual(listed, ['Cafe', 'Café', 'Shoes', 'a😀', 'a😁', 'İ'.repeat(100)].sort());
 });
 
+test('one name in two Unicode spellings (NFC and NFD) is one category: 409 DUPLICATE_CATEGORY either way round', async (t) => {
+  const composed = `Café ${uniq()}`.normalize('NFC');
+  const decomposed = composed.normalize('NFD');
+  t.not(composed, decomposed);
+  const first = await create({ name: composed });
+  t.is(first.status, 201);
+  t.is(first.body.name, composed);
+  const dup = await create({ name: decomposed.toUpperCase() });
+  assertError(t, dup, 409, 'DUPLICATE_CATEGORY');
+  // Written first in the decomposed spelling (kept as sent), the composed one is the duplicate.
+  const parent = first.body.id;
+  const nfd = await create({ name: decomposed, parentId: parent });
+  t.is(nfd.status, 201);
+  t.is(nfd.body.name, decomposed);
+  assertError(t, await create({ name: composed, parentId: parent }), 409, 'DUPLICATE_CATEGORY');
+  // An accent is still a difference.
+  t.is((await create({ name: composed.replace('é', 'e'), parentId: parent })).status, 201);
+});
+
 test('concurrent creates of one name: exactly one 201, the rest 409', async (t) => {
   const name = `Race ${uniq()}`;
   const results = await Promise.all(Array.from({ length: 8 }, () => create({ name })));
