@@ -30,6 +30,16 @@ export interface GracefulServer {
   drain(timeoutMs: number): Promise<void>;
 }
 
+/** Sends "100 Continue" when the body is first read, unless the answer has started (Node reads what is left). */
+function continueOnFirstRead(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const read = req._read;
+  req._read = function (this: http.IncomingMessage, size: number) {
+    req._read = read;
+    if (!res.headersSent && !res.writableEnded) res.writeContinue();
+    return read.call(this, size);
+  };
+}
+
 export function createGracefulServer(handle: http.RequestListener, limits: HttpLimits): GracefulServer {
   let draining = false;
   const sockets = new Map<net.Socket, SocketState>();
@@ -78,6 +88,14 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
   // An Expect other than 100-continue: Node would answer a bare 417. RFC 9110 lets a server ignore it, and the
   // request is served as any other (the answer in the API's own shapes).
   server.on('checkExpectation', onRequest);
+  // `Expect: 100-continue`: the client holds its body back until "100 Continue". Node would send that at once;
+  // here it goes out when something starts to read the body, so a request refused before then (no or a bad
+  // token, a wrong Content-Type, a declared length over the limit) is answered without the client sending a body
+  // it would waste: up to 51 MB of images. Node closes a connection whose final answer went out without the 100.
+  server.on('checkContinue', (req, res) => {
+    continueOnFirstRead(req, res);
+    onRequest(req, res);
+  });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.on('connection', (socket: net.Socket) => {

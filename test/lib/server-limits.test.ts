@@ -5,6 +5,8 @@
 import net from 'node:net';
 import test from 'ava';
 import { ConfigError, loadConfig } from '../../lib/config';
+import { MAX_UPLOAD_BODY_BYTES } from '../../lib/http/image-upload-parser';
+import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 
 let app: TestApp;
@@ -127,6 +129,68 @@ test.serial(
     );
     t.regex(expecting, /^HTTP\/1\.1 200 /);
     t.regex(expecting, /\r\nX-Request-Id: [0-9a-f-]{36}\r\n/i);
+  },
+);
+
+test.serial(
+  'Expect: 100-continue: "100 Continue" goes out when the body is read; a request refused before is answered without it',
+  async (t) => {
+    const seller = await createMember(app, 'SELLER');
+    const productId = await createProduct(app, seller.id);
+    const stranger = await createMember(app, 'SELLER');
+    const upload = (headers: string) =>
+      `POST /api/v1/products/${productId}/images HTTP/1.1\r\nHost: x\r\n` +
+      `Content-Type: multipart/form-data; boundary=b\r\nExpect: 100-continue\r\n${headers}\r\n`;
+    // Refused before the body: no token (401), another seller's product (403), a declared length over the upload limit (413). The body is never
+    // sent, and the server closes the connection after its answer (the body could still come).
+    for (const [request, status, code] of [
+      [upload('Content-Length: 5000000\r\n'), 401, 'UNAUTHENTICATED'],
+      [upload(`Authorization: Bearer ${stranger.token}\r\nContent-Length: 5000000\r\n`), 403, 'FORBIDDEN'],
+      [
+        upload(`Authorization: Bearer ${seller.token}\r\nContent-Length: ${MAX_UPLOAD_BODY_BYTES + 1}\r\n`),
+        413,
+        'PAYLOAD_TOO_LARGE',
+      ],
+    ] as const) {
+      const socket = await connect();
+      const closed = untilClosed(socket);
+      socket.write(request);
+      const { text } = await closed;
+      t.notRegex(text, /100 Continue/i, text);
+      const answer = parseAnswer(text);
+      t.is(answer.status, status, text);
+      t.like(answer.body, { status, code });
+    }
+
+    // Read: the 100 comes first, and only then does the client send its body, which the answer reflects.
+    const body = JSON.stringify({ email: seller.email, password: seller.password });
+    const socket = await connect();
+    let text = '';
+    socket.setEncoding('utf8');
+    const continued = new Promise<void>((resolve) =>
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (/^HTTP\/1\.1 100 Continue\r\n\r\n/.test(text)) resolve();
+      }),
+    );
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(
+      `POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([
+      continued.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), 5_000))),
+    ]);
+    clearTimeout(timer);
+    t.true(waited, `no "100 Continue" within 5 s: ${JSON.stringify(text)}`);
+    t.is(text, 'HTTP/1.1 100 Continue\r\n\r\n', 'nothing but the 100 before the body is sent');
+    socket.write(body);
+    await closed;
+    const answer = parseAnswer(text.slice('HTTP/1.1 100 Continue\r\n\r\n'.length));
+    t.is(answer.status, 200, text);
+    t.is(typeof answer.body.accessToken, 'string');
   },
 );
 
