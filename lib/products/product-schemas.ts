@@ -27,13 +27,21 @@ export type SortField = (typeof SORT_FIELDS)[number];
 const onlyNumbers = (value: unknown, original: unknown) =>
   original === undefined || original === null || typeof original === 'number' ? value : NaN;
 
+/**
+ * A product text (name, description) or the keyword: trimmed, and in Unicode NFC, so the two spellings of an
+ * accented letter (one code point, or a letter and a combining mark) are one text. Names are stored so and the
+ * keyword is matched so: "café" finds a name that was sent as "cafe" + U+0301.
+ */
 const trimmedString = (field: string, max: number) =>
   yup
     .string()
-    // Trim only real strings: a number must not be coerced into a name.
-    .transform((_value, original) => (typeof original === 'string' ? original.trim() : original))
+    // Only real strings: a number must not be coerced into a name.
+    .transform((_value, original) =>
+      typeof original === 'string' ? original.trim().normalize('NFC') : original,
+    )
     .typeError(`${field} must be a string`)
-    .test(maxChars(max, `${field} must be at most ${max} characters`));
+    .test(maxChars(max, `${field} must be at most ${max} characters`))
+    .meta({ description: 'Trimmed, and stored in Unicode NFC' });
 
 /**
  * A JSON number with at most 2 decimals, > 0. `Math.round(v * 100) / 100 === v` is exact below 2^53/100:
@@ -155,7 +163,7 @@ const queryLimit = (max: number, fallback: number) => {
 const filterFields = {
   keyword: trimmedString('keyword', 200).optional().meta({
     description:
-      'Part of the name, case-insensitive (Unicode case; accents and emoji are not folded); % and _ match themselves',
+      'Part of the name, case-insensitive (Unicode case; accents and emoji are not folded; either Unicode spelling of an accented letter matches, as names and the keyword are compared in NFC); % and _ match themselves',
     example: 'phone',
   }),
   categoryId: id().optional().meta({ description: 'Only this category (not its children)' }),
