@@ -39,6 +39,8 @@ const API_DESCRIPTION = [
   '`X-Request-Id`. An unknown path is 404 NOT_FOUND; a known path with another method (a plain OPTIONS included)',
   'is 405 METHOD_NOT_ALLOWED with `Allow`. Authorize with the `accessToken` of POST /api/v1/auth/login.',
   'The order lifecycle is drawn at [/docs/order-lifecycle](/docs/order-lifecycle).',
+  'Text in a request body or query is taken in Unicode NFC (a letter and a combining accent become the one',
+  'accented letter), so either spelling is stored, compared and searched as one; passwords are taken exactly as sent.',
 ].join(' ');
 
 /** The document GET /api/v1/openapi.json serves (also built offline by `npm run lint:openapi`). */

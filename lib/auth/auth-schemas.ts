@@ -50,7 +50,7 @@ export const loginBody = strictObject({
   email: emailText()
     .required('email is required')
     .test(maxChars(255, 'email must be at most 255 characters')),
-  password: text().defined('password is required').max(1000, 'password is too long'),
+  password: text().defined('password is required').max(1000, 'password is too long').meta({ verbatim: true }),
 }).meta({
   description: 'The e-mail is matched case-insensitively.',
   example: { email: 'buyer@marketplace.test', password: 'Buyer123!' },

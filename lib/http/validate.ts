@@ -30,6 +30,7 @@ interface SchemaShape {
   fields?: Record<string, SchemaShape>;
   innerType?: SchemaShape;
   type?: string;
+  spec?: { meta?: { verbatim?: boolean } };
 }
 
 /**
@@ -79,6 +80,8 @@ export const maxChars = (max: number, message: string): yup.TestConfig<string | 
 
 // With the u flag a surrogate matches only when it is not half of a pair.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+// ASCII text is already in NFC.
+const NOT_ASCII = /\P{ASCII}/u;
 // SQLite's LIKE and FTS5 and bcrypt read a string only up to its first NUL; MySQL reads all of it.
 const NUL = '\u0000';
 
@@ -100,7 +103,10 @@ function rightKind(type: string, value: unknown, where: Where): boolean {
  *   turn them into U+FFFD while the answer echoed them);
  * - strings holding a NUL character are refused: SQLite's LIKE and full-text search and bcrypt stop at it (a
  *   search would match on what comes before it, or fail; a password would be checked only up to it), MySQL not;
- * - a value of the wrong kind in a scalar field is swapped for one yup's type check refuses (see REFUSED_BY_TYPE).
+ * - a value of the wrong kind in a scalar field is swapped for one yup's type check refuses (see REFUSED_BY_TYPE);
+ * - text in a body or a query is brought to Unicode NFC (W3C's "normalize on input"), unless its field is
+ *   `verbatim` (passwords): the two spellings of an accented letter (one code point, or a letter and a combining
+ *   mark) are then one text wherever text is stored, compared or searched.
  * Returns the value to hand to yup (a copy where something was swapped).
  */
 function prepare(
@@ -121,6 +127,9 @@ function prepare(
     if (value.includes(NUL)) {
       out.push({ field, message: `${name} must not contain the NUL character (U+0000)` });
       return value;
+    }
+    if (where !== 'headers' && where !== 'params' && !schema.spec?.meta?.verbatim && NOT_ASCII.test(value)) {
+      value = value.normalize('NFC');
     }
   }
   const refused = schema.type ? REFUSED_BY_TYPE[schema.type] : undefined;

@@ -50,6 +50,8 @@ export const newPasswordField = () =>
         '8-72 bytes of UTF-8 (bcrypt reads only 72), counted in bytes: 8 ASCII characters at least, fewer multi-byte ones. Never trimmed.',
       // 72 bytes are at most 72 characters; 8 bytes are at least 2 characters (4-byte ones).
       jsonSchema: { minLength: 2, maxLength: 72 },
+      // Hashed byte for byte as typed: a password set before NFC came in must still match.
+      verbatim: true,
     });
 
 export const nameField = () =>
@@ -78,9 +80,10 @@ export const updateMeBody = strictObject({
       'Sellers only (anyone else: 400); a seller cannot blank it (400 BUSINESS_NUMBER_REQUIRED). At most 30 characters.',
   }),
   password: newPasswordField().optional(),
-  currentPassword: text()
-    .optional()
-    .meta({ description: 'The current password: required with password, and only with it (400 otherwise)' }),
+  currentPassword: text().optional().meta({
+    description: 'The current password: required with password, and only with it (400 otherwise)',
+    verbatim: true,
+  }),
 }).meta({
   description: 'Send only the fields to change; an empty object changes nothing.',
   example: { name: 'Demo Buyer', phone: '010-1234-5678' },

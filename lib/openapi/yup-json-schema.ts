@@ -24,6 +24,8 @@ export interface SchemaDocs {
   /** A union: the value is exactly one of these (object) schemas, told apart by the `discriminator` field. */
   oneOf?: yup.ISchema<unknown>[];
   discriminator?: string;
+  /** Taken exactly as sent: not brought to Unicode NFC as every other text of a body or query is (passwords). */
+  verbatim?: boolean;
 }
 
 declare module 'yup' {

@@ -27,21 +27,13 @@ export type SortField = (typeof SORT_FIELDS)[number];
 const onlyNumbers = (value: unknown, original: unknown) =>
   original === undefined || original === null || typeof original === 'number' ? value : NaN;
 
-/**
- * A product text (name, description) or the keyword: trimmed, and in Unicode NFC, so the two spellings of an
- * accented letter (one code point, or a letter and a combining mark) are one text. Names are stored so and the
- * keyword is matched so: "café" finds a name that was sent as "cafe" + U+0301.
- */
 const trimmedString = (field: string, max: number) =>
   yup
     .string()
-    // Only real strings: a number must not be coerced into a name.
-    .transform((_value, original) =>
-      typeof original === 'string' ? original.trim().normalize('NFC') : original,
-    )
+    // Trim only real strings: a number must not be coerced into a name.
+    .transform((_value, original) => (typeof original === 'string' ? original.trim() : original))
     .typeError(`${field} must be a string`)
-    .test(maxChars(max, `${field} must be at most ${max} characters`))
-    .meta({ description: 'Trimmed, and stored in Unicode NFC' });
+    .test(maxChars(max, `${field} must be at most ${max} characters`));
 
 /**
  * A JSON number with at most 2 decimals, > 0. `Math.round(v * 100) / 100 === v` is exact below 2^53/100:

@@ -258,70 +258,74 @@ test.serial(
   },
 );
 
-test.serial('20261129000002 brings product names and descriptions written before it to NFC', async (t) => {
-  const db = createDb(testConfig(database.env).database);
-  try {
-    await db.migrate.latest();
-    await db.migrate.down({ name: '20261129000002_product_text_nfc.ts' });
-    const at = new Date();
-    const [sellerId] = await db('members').insert({
-      email: 'nfc-seller@example.test',
-      password_hash: 'x',
-      name: 's',
-      phone: 'p',
-      role: 'SELLER',
-      created_at: at,
-      updated_at: at,
-    });
-    const [categoryId] = await db('categories').insert({ name: 'NFC', name_key: 'nfc', created_at: at });
-    const insert = async (name: string, description: string | null) =>
-      Number(
-        (
-          await db('products').insert({
-            seller_id: sellerId,
-            category_id: categoryId,
-            name,
-            description,
-            price: '1.00',
-            stock_quantity: 1,
-            status: 'ON_SALE',
-            sales_count: 0,
-            created_at: at,
-            updated_at: at,
-          })
-        )[0],
-      );
-    const composed = 'Crème lamp'.normalize('NFC');
-    const decomposed = composed.normalize('NFD');
-    const both = await insert(decomposed, decomposed);
-    const nameOnly = await insert(decomposed, null);
-    const plain = await insert('Plain lamp', 'plain');
-    const row = (id: number) => db('products').where({ id }).first('name', 'description', 'updated_at');
-    const plainBefore = await row(plain);
+test.serial(
+  '20261129000002 brings product names and descriptions and member names written before it to NFC',
+  async (t) => {
+    const db = createDb(testConfig(database.env).database);
+    try {
+      await db.migrate.latest();
+      await db.migrate.down({ name: '20261129000002_searched_text_nfc.ts' });
+      const at = new Date();
+      const [sellerId] = await db('members').insert({
+        email: 'nfc-seller@example.test',
+        password_hash: 'x',
+        name: 'Zoë Seller'.normalize('NFD'),
+        phone: 'p',
+        role: 'SELLER',
+        created_at: at,
+        updated_at: at,
+      });
+      const [categoryId] = await db('categories').insert({ name: 'NFC', name_key: 'nfc', created_at: at });
+      const insert = async (name: string, description: string | null) =>
+        Number(
+          (
+            await db('products').insert({
+              seller_id: sellerId,
+              category_id: categoryId,
+              name,
+              description,
+              price: '1.00',
+              stock_quantity: 1,
+              status: 'ON_SALE',
+              sales_count: 0,
+              created_at: at,
+              updated_at: at,
+            })
+          )[0],
+        );
+      const composed = 'Crème lamp'.normalize('NFC');
+      const decomposed = composed.normalize('NFD');
+      const both = await insert(decomposed, decomposed);
+      const nameOnly = await insert(decomposed, null);
+      const plain = await insert('Plain lamp', 'plain');
+      const row = (id: number) => db('products').where({ id }).first('name', 'description', 'updated_at');
+      const plainBefore = await row(plain);
 
-    await db.migrate.up();
-    t.like(await row(both), { name: composed, description: composed });
-    t.like(await row(nameOnly), { name: composed, description: null });
-    t.deepEqual(await row(plain), plainBefore);
-    if (DB_KIND === 'mysql') {
-      // The search index followed the name (its UPDATE trigger): the composed trigram is there, the old one gone.
-      const trigrams = (await db('product_name_trigrams')
-        .where('product_id', both)
-        .pluck('trigram')) as string[];
-      t.true(trigrams.includes('crè'), trigrams.join('|'));
-      t.false(
-        trigrams.some((g) => g.includes('\u0300')),
-        trigrams.join('|'),
-      );
-    } else {
-      // The FTS5 index followed the name (its UPDATE trigger): the composed spelling is found.
-      const found = (await db.raw(
-        `SELECT rowid AS id FROM products_name_fts WHERE products_name_fts MATCH ?`,
-        ['"crème"'],
-      )) as Array<{ id: number }>;
-      t.deepEqual(found.map((r) => Number(r.id)).sort(), [both, nameOnly].sort());
+      await db.migrate.up();
+      t.like(await row(both), { name: composed, description: composed });
+      t.like(await row(nameOnly), { name: composed, description: null });
+      t.deepEqual(await row(plain), plainBefore);
+      t.is((await db('members').where({ id: sellerId }).first('name')).name, 'Zoë Seller'.normalize('NFC'));
+      if (DB_KIND === 'mysql') {
+        // The search index followed the name (its UPDATE trigger): the composed trigram is there, the old one gone.
+        const trigrams = (await db('product_name_trigrams')
+          .where('product_id', both)
+          .pluck('trigram')) as string[];
+        t.true(trigrams.includes('crè'), trigrams.join('|'));
+        t.false(
+          trigrams.some((g) => g.includes('\u0300')),
+          trigrams.join('|'),
+        );
+      } else {
+        // The FTS5 index followed the name (its UPDATE trigger): the composed spelling is found.
+        const found = (await db.raw(
+          `SELECT rowid AS id FROM products_name_fts WHERE products_name_fts MATCH ?`,
+          ['"crème"'],
+        )) as Array<{ id: number }>;
+        t.deepEqual(found.map((r) => Number(r.id)).sort(), [both, nameOnly].sort());
+      }
+    } finally {
+      await db.destroy();
     }
-  } finally {
-    await db.destroy();
-  }
-});
+  },
+);

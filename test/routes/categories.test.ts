@@ -148,11 +148,11 @@ test('one name in two Unicode spellings (NFC and NFD) is one category: 409 DUPLI
   t.is(first.body.name, composed);
   const dup = await create({ name: decomposed.toUpperCase() });
   assertError(t, dup, 409, 'DUPLICATE_CATEGORY');
-  // Written first in the decomposed spelling (kept as sent), the composed one is the duplicate.
+  // Sent first in the decomposed spelling (stored in NFC), the composed one is the duplicate.
   const parent = first.body.id;
   const nfd = await create({ name: decomposed, parentId: parent });
   t.is(nfd.status, 201);
-  t.is(nfd.body.name, decomposed);
+  t.is(nfd.body.name, composed);
   assertError(t, await create({ name: composed, parentId: parent }), 409, 'DUPLICATE_CATEGORY');
   // An accent is still a difference.
   t.is((await create({ name: composed.replace('é', 'e'), parentId: parent })).status, 201);
