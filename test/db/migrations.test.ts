@@ -1,6 +1,7 @@
 // The same migrations run up, down and up again on the database under test, with the constraints the
 // other areas rely on.
 import test from 'ava';
+import type { Knex } from 'knex';
 import { createDb, isUniqueViolation } from '../../lib/db';
 import { createCategory, createMember } from '../helpers/factories';
 import { createTestDatabase, DB_KIND, startTestApp, testConfig, type TestDatabase } from '../helpers/harness';
@@ -18,6 +19,40 @@ const TABLES = [
   'notification_outbox',
   'notifications',
 ];
+
+/**
+ * A seller and a category written straight into `db` (its schema may be a migration behind the service's), and the
+ * row of an ON_SALE product of theirs named `name`.
+ */
+async function sellerAndCategory(db: Knex, tag: string, sellerName = 's') {
+  const at = new Date();
+  const [sellerId] = await db('members').insert({
+    email: `${tag.toLowerCase()}-seller@example.test`,
+    password_hash: 'x',
+    name: sellerName,
+    phone: 'p',
+    role: 'SELLER',
+    created_at: at,
+    updated_at: at,
+  });
+  const [categoryId] = await db('categories').insert({
+    name: tag,
+    name_key: tag.toLowerCase(),
+    created_at: at,
+  });
+  const product = (name: string) => ({
+    seller_id: sellerId,
+    category_id: categoryId,
+    name,
+    price: '1.00',
+    stock_quantity: 1,
+    status: 'ON_SALE',
+    sales_count: 0,
+    created_at: at,
+    updated_at: at,
+  });
+  return { sellerId: Number(sellerId), product };
+}
 
 let database: TestDatabase;
 test.before(async () => {
@@ -100,32 +135,7 @@ test.serial(
     try {
       await db.migrate.latest();
       await db.migrate.down({ name: '20261128000002_product_name_trigrams_binary_distinct.ts' });
-      const at = new Date();
-      const [sellerId] = await db('members').insert({
-        email: 'trigram-seller@example.test',
-        password_hash: 'x',
-        name: 's',
-        phone: 'p',
-        role: 'SELLER',
-        created_at: at,
-        updated_at: at,
-      });
-      const [categoryId] = await db('categories').insert({
-        name: 'Trigrams',
-        name_key: 'trigrams',
-        created_at: at,
-      });
-      const product = (name: string) => ({
-        seller_id: sellerId,
-        category_id: categoryId,
-        name,
-        price: '1.00',
-        stock_quantity: 1,
-        status: 'ON_SALE',
-        sales_count: 0,
-        created_at: at,
-        updated_at: at,
-      });
+      const { product } = await sellerAndCategory(db, 'Trigrams');
       const [cafe] = await db('products').insert(product('Café cafe'));
       const [plain] = await db('products').insert(product('plain lamp'));
       const trigrams = async (id: number) =>
@@ -265,34 +275,9 @@ test.serial(
     try {
       await db.migrate.latest();
       await db.migrate.down({ name: '20261129000002_searched_text_nfc.ts' });
-      const at = new Date();
-      const [sellerId] = await db('members').insert({
-        email: 'nfc-seller@example.test',
-        password_hash: 'x',
-        name: 'Zoë Seller'.normalize('NFD'),
-        phone: 'p',
-        role: 'SELLER',
-        created_at: at,
-        updated_at: at,
-      });
-      const [categoryId] = await db('categories').insert({ name: 'NFC', name_key: 'nfc', created_at: at });
+      const { sellerId, product } = await sellerAndCategory(db, 'NFC', 'Zoë Seller'.normalize('NFD'));
       const insert = async (name: string, description: string | null) =>
-        Number(
-          (
-            await db('products').insert({
-              seller_id: sellerId,
-              category_id: categoryId,
-              name,
-              description,
-              price: '1.00',
-              stock_quantity: 1,
-              status: 'ON_SALE',
-              sales_count: 0,
-              created_at: at,
-              updated_at: at,
-            })
-          )[0],
-        );
+        Number((await db('products').insert({ ...product(name), description }))[0]);
       const composed = 'Crème lamp'.normalize('NFC');
       const decomposed = composed.normalize('NFD');
       const both = await insert(decomposed, decomposed);
