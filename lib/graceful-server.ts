@@ -30,14 +30,28 @@ export interface GracefulServer {
   drain(timeoutMs: number): Promise<void>;
 }
 
+/** Responses to `Expect: 100-continue` whose "100 Continue" has not gone out (nothing has read the body yet). */
+const owingContinue = new WeakSet<http.ServerResponse>();
+
 /** Sends "100 Continue" when the body is first read, unless the answer has started (Node reads what is left). */
 function continueOnFirstRead(req: http.IncomingMessage, res: http.ServerResponse): void {
+  owingContinue.add(res);
   const read = req._read;
   req._read = function (this: http.IncomingMessage, size: number) {
     req._read = read;
-    if (!res.headersSent && !res.writableEnded) res.writeContinue();
+    if (owingContinue.delete(res) && !res.headersSent && !res.writableEnded) res.writeContinue();
     return read.call(this, size);
   };
+}
+
+/**
+ * Before a final answer to a request whose 100 is still owed. A client that waits for the 100 has sent nothing,
+ * and Node closes the connection after the answer (the body may still come). One that sends its body without
+ * waiting (RFC 9110 allows it) has bytes here already: closing under it would reset the connection, and the client
+ * could lose this answer. It gets the 100 first, so Node keeps the connection and reads and drops the rest.
+ */
+function settleContinue(res: http.ServerResponse): void {
+  if (owingContinue.delete(res) && res.req.readableLength > 0) res.writeContinue();
 }
 
 export function createGracefulServer(handle: http.RequestListener, limits: HttpLimits): GracefulServer {
@@ -52,6 +66,7 @@ export function createGracefulServer(handle: http.RequestListener, limits: HttpL
     ...args: Parameters<typeof writeHead>
   ) {
     if (draining && !this.headersSent) this.setHeader('Connection', 'close');
+    settleContinue(this);
     return writeHead.apply(this, args);
   } as typeof writeHead;
 

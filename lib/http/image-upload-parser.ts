@@ -77,7 +77,8 @@ export const MAX_UPLOAD_BODY_BYTES = MAX_IMAGES_PER_PRODUCT * MAX_FILE_BYTES + 1
  * would read (and throw away) all of it before answering, so a large upload over a slow link would only ever
  * see the request timeout's 408. The connection stays open (Node reads and drops the rest of the body, within
  * the request timeout): closing it under a client still sending would reset it, and the client would lose the
- * 413 it was sent.
+ * 413 it was sent. A client that sent `Expect: 100-continue` and waits has sent no body: it gets the 413 without a
+ * 100 and the connection closes (lib/graceful-server.ts).
  */
 function refuseOversizedBody(ctx: Context): void {
   const declared = Number(ctx.get('Content-Length') || 0);

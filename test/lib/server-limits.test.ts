@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../../lib/config';
 import { MAX_UPLOAD_BODY_BYTES } from '../../lib/http/image-upload-parser';
 import { createMember, createProduct } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
+import { until } from '../helpers/until';
 
 let app: TestApp;
 test.before(async () => {
@@ -160,6 +161,32 @@ test.serial(
       const answer = parseAnswer(text);
       t.is(answer.status, status, text);
       t.like(answer.body, { status, code });
+    }
+
+    // A client that sends its body without waiting (RFC 9110 allows it) gets the 100 before the refusal, so the
+    // connection is not closed under it (a reset could lose the answer): it stays open for the next request.
+    {
+      const socket = await connect();
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (text += chunk));
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      const form = '--b\r\n'.padEnd(2000, 'x');
+      socket.write(upload(`Content-Length: ${form.length}\r\n`) + form);
+      await until(
+        () => /\r\n\r\n\{.*\}$/s.test(text),
+        5_000,
+        () => JSON.stringify(text),
+      );
+      t.regex(text, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 401 /, text);
+      t.like(parseAnswer(text.slice('HTTP/1.1 100 Continue\r\n\r\n'.length)).body, {
+        status: 401,
+        code: 'UNAUTHENTICATED',
+      });
+      text = '';
+      socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      await closed;
+      t.regex(text, /^HTTP\/1\.1 200 /, text);
     }
 
     // Read: the 100 comes first, and only then does the client send its body, which the answer reflects.
