@@ -142,11 +142,28 @@ test.serial(
     const upload = (headers: string) =>
       `POST /api/v1/products/${productId}/images HTTP/1.1\r\nHost: x\r\n` +
       `Content-Type: multipart/form-data; boundary=b\r\nExpect: 100-continue\r\n${headers}\r\n`;
-    // Refused before the body: no token (401), another seller's product (403), a declared length over the upload limit (413). The body is never
-    // sent, and the server closes the connection after its answer (the body could still come).
+    // Refused before the body: no token (401), another seller's product (403), an unknown product (404), a declared
+    // length over the upload limit (413), not a form (415). The body is never sent, and the server closes the
+    // connection after its answer (the body could still come).
     for (const [request, status, code] of [
       [upload('Content-Length: 5000000\r\n'), 401, 'UNAUTHENTICATED'],
       [upload(`Authorization: Bearer ${stranger.token}\r\nContent-Length: 5000000\r\n`), 403, 'FORBIDDEN'],
+      [
+        upload(`Authorization: Bearer ${seller.token}\r\nContent-Length: 5000000\r\n`).replace(
+          `/products/${productId}/`,
+          '/products/999999999/',
+        ),
+        404,
+        'NOT_FOUND',
+      ],
+      [
+        upload(`Authorization: Bearer ${seller.token}\r\nContent-Length: 5000000\r\n`).replace(
+          'multipart/form-data; boundary=b',
+          'text/plain',
+        ),
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+      ],
       [
         upload(`Authorization: Bearer ${seller.token}\r\nContent-Length: ${MAX_UPLOAD_BODY_BYTES + 1}\r\n`),
         413,
