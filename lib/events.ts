@@ -32,6 +32,11 @@ export interface DomainEvents {
   productsChanged: ProductsChanged;
   /** The category tree changed (`remote`: on another instance). */
   categoriesChanged: { remote?: boolean };
+  /**
+   * Members whose access tokens stopped holding (a password change bumped their token version): every copy of
+   * their version is dropped (`remote`: the change was made on another instance).
+   */
+  membersChanged: { memberIds: readonly number[]; remote?: boolean };
   /** Change events may have been missed (the cluster connection came back): drop every cached copy. */
   cachesStale: undefined;
 }

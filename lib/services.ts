@@ -58,6 +58,10 @@ export function createServices(deps: Deps) {
     ttlSeconds: deps.config.authMemberCacheSeconds,
     cacheObserver,
   });
+  events.on('membersChanged', ({ memberIds }) => {
+    for (const memberId of memberIds) memberVersions.forget(memberId);
+  });
+  events.on('cachesStale', () => memberVersions.forgetAll());
   const tokens = createTokenService(deps.config.jwt, memberVersions.check);
   const hasher = createPasswordHasher({ cost: deps.config.bcryptCost, ...deps.config.bcrypt });
   // On MySQL/MariaDB readiness asks the database on a connection of its own: waiting behind a busy pool is not
@@ -124,7 +128,7 @@ export function createServices(deps: Deps) {
   const throttle = createLoginThrottle({ ...deps, rateLimits });
   const requestLimits = createRequestLimits({ ...deps, rateLimits });
   const auth = createAuthService({ ...deps, tokens, refreshTokens, hasher, throttle, requestLimits });
-  const members = createMemberService({ ...deps, refreshTokens, hasher, memberVersions, throttle });
+  const members = createMemberService({ ...deps, refreshTokens, hasher, events, throttle });
   const pruner = createPruner({
     logger: deps.logger,
     intervalSeconds: deps.config.pruneIntervalSeconds,

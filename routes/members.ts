@@ -27,7 +27,8 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       body: updateMeBody,
       responses: {
         200: {
-          description: 'The updated member; a password change revokes every refresh token',
+          description:
+            'The updated member; a password change revokes every refresh token and ends every access token issued before it (on every instance of a cluster at once; elsewhere within AUTH_MEMBER_CACHE_SECONDS)',
           schema: memberShape,
         },
         ...errorResponses(

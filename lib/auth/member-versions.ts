@@ -1,8 +1,10 @@
 // Access tokens are stateless, so without this a password change or a role change would reach them only when
 // they expire (up to an hour). Every authenticated request compares the token's role and token version (the
-// `ver` claim) with the member's current ones, read through a short cache: a change takes effect within the
-// cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) everywhere, and at once in the process that made it. A
-// token newer than the cached version is never refused for it: the cache is read again.
+// `ver` claim) with the member's current ones, read through a short cache. A change takes effect at once in the
+// process that made it and, in a cluster, on every instance the `membersChanged` event reaches over NATS
+// (lib/cluster/app-events.ts); the cache's TTL (at most 60 s, AUTH_MEMBER_CACHE_SECONDS) bounds it where an event
+// is lost, and a reconnect to NATS drops every copy (`cachesStale`). A token newer than the cached version is never
+// refused for it: the cache is read again.
 import type { Role } from '../config';
 import type { Db } from '../db';
 import { createCache, type CacheObserver } from '../cache';
@@ -61,9 +63,14 @@ export function createMemberVersions(deps: {
       return { id: claims.id, role: claims.role };
     },
 
-    /** Called after this process changed a member's password or role: its tokens stop working at once here. */
+    /** A member's password or role changed (here or on another instance): its tokens stop working at once here. */
     forget(memberId: number): void {
       cache.del(String(memberId));
+    },
+
+    /** Change events may have been missed: every member's version is read again. */
+    forgetAll(): void {
+      cache.flush();
     },
 
     close(): void {

@@ -1,6 +1,7 @@
 // The app's change events across the cluster: what this instance's areas announce on the in-process bus
 // (lib/events.ts) is published on NATS, and what other instances publish is emitted here with origin `remote`,
-// so every instance drops its cached copies (detail, popular, count, categories) and its actors re-read. A
+// so every instance drops its cached copies (detail, popular, count, categories, members' token versions) and its
+// actors re-read. A
 // reconnect to NATS means events may have been missed, both ways: the instance that reconnects drops every cache
 // (`cachesStale`) and tells the others to do the same (what it published while away was dropped, and they may
 // never have lost their own connection). The caches' TTLs remain the last-resort bound when NATS itself loses a
@@ -15,6 +16,11 @@ import type { Cluster } from './cluster';
 interface ProductsChanged {
   productIds: number[];
   scopes?: Array<ProductChangeScope | null>;
+}
+
+/** Members whose token version moved (a password change): every instance drops its copy of their versions. */
+interface MembersChanged {
+  memberIds: number[];
 }
 
 /** Two changes of one product in one tick: what both touched (null: anything). */
@@ -48,6 +54,9 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
     bus.on('categoriesChanged', ({ remote }) => {
       if (!remote) cluster.publish('categoriesChanged', {});
     }),
+    bus.on('membersChanged', ({ memberIds, remote }) => {
+      if (!remote) cluster.publish('membersChanged', { memberIds: [...memberIds] } satisfies MembersChanged);
+    }),
     await cluster.subscribe<ProductsChanged>('productsChanged', async ({ own, payload }) => {
       if (own || !Array.isArray(payload?.productIds)) return;
       // One event per scope present (the message's products changed in up to three ways).
@@ -64,6 +73,11 @@ export async function bridgeAppEvents(bus: EventBus, cluster: Cluster): Promise<
     }),
     await cluster.subscribe('categoriesChanged', async ({ own }) => {
       if (!own) await bus.emit('categoriesChanged', { remote: true });
+    }),
+    await cluster.subscribe<MembersChanged>('membersChanged', async ({ own, payload }) => {
+      if (own || !Array.isArray(payload?.memberIds)) return;
+      const memberIds = payload.memberIds.filter((memberId) => Number.isSafeInteger(memberId));
+      if (memberIds.length > 0) await bus.emit('membersChanged', { memberIds, remote: true });
     }),
     await cluster.subscribe('cachesStale', async ({ own }) => {
       if (!own) await bus.emit('cachesStale');

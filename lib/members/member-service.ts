@@ -2,9 +2,9 @@
 import type { Config } from '../config';
 import { retryDeadlocks, type Db } from '../db';
 import { UnauthenticatedError, ValidationError, type FieldError } from '../errors';
+import type { EventBus } from '../events';
 import type { Logger } from '../logger';
 import type { AuthMember } from '../auth/tokens';
-import type { MemberVersions } from '../auth/member-versions';
 import type { PasswordHasher } from '../auth/password-hasher';
 import type { LoginThrottle } from '../auth/login-throttle';
 import type { RefreshTokenStore } from '../auth/refresh-token-store';
@@ -20,12 +20,13 @@ export interface MemberDeps {
   logger: Logger;
   refreshTokens: RefreshTokenStore;
   hasher: PasswordHasher;
-  memberVersions: MemberVersions;
+  /** Announces `membersChanged` after a password change (the token checks drop their copy of the version). */
+  events: EventBus;
   throttle: LoginThrottle;
 }
 
 export function createMemberService(deps: MemberDeps) {
-  const { db, refreshTokens, hasher, memberVersions, throttle } = deps;
+  const { db, refreshTokens, hasher, events, throttle } = deps;
   const log = deps.logger.child({ component: 'MemberService' });
   const repository = createMemberRepository(db);
 
@@ -117,9 +118,11 @@ export function createMemberService(deps: MemberDeps) {
           },
         ]);
       }
-      if (patch.passwordHash) memberVersions.forget(member.id);
-      if (patch.passwordHash)
+      if (patch.passwordHash) {
+        // Resolves after every listener ran: the old access tokens are refused here before this answer.
+        await events.emit('membersChanged', { memberIds: [member.id] });
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
+      }
       return toMemberJson(await load(auth));
     },
 

@@ -5,7 +5,8 @@
 // `npm start` processes, kill -9) build on what this file pins.
 import type { TestApp } from '../helpers/harness';
 import { address } from '../orders/order-fixtures';
-import type { TestMember } from '../helpers/factories';
+import { createMember, type TestMember } from '../helpers/factories';
+import { assertError } from '../helpers/assertions';
 import { countQueries, readsProducts } from '../helpers/queries';
 import { exactlyOnce, natsTest, until } from './cluster-fixtures';
 import { productOwnedBy, sharedWorld, startInstance } from './app-world';
@@ -138,6 +139,35 @@ natsTest('a product edit and a new category on one instance show on the other wi
       1000,
       () => 'the second instance does not list the new category',
     );
+  }),
+);
+
+natsTest("a password change on one instance ends the member's access tokens on the other at once", (t) =>
+  withWorld(t, async (world) => {
+    const [first, second] = world.apps;
+    const member = await createMember(first, 'BUYER');
+    // Both instances hold the member's token version now (the test config caches it for 30 s).
+    for (const app of world.apps) {
+      const me = await app.request('GET', '/api/v1/members/me', { token: member.token });
+      t.is(me.status, 200, me.text);
+    }
+    const changed = await first.request('PATCH', '/api/v1/members/me', {
+      token: member.token,
+      body: { password: 'New-password-1', currentPassword: member.password },
+    });
+    t.is(changed.status, 200, changed.text);
+    const here = await first.request('GET', '/api/v1/members/me', { token: member.token });
+    assertError(t, here, 401, 'INVALID_TOKEN', '/api/v1/members/me');
+    // The other instance drops its copy when the event arrives over NATS, not when its cache entry expires.
+    const ms = await until(
+      async () => (await second.request('GET', '/api/v1/members/me', { token: member.token })).status === 401,
+      1000,
+      () => 'the second instance still accepts the old access token',
+    );
+    t.true(ms <= 1000);
+    const there = await second.request('GET', '/api/v1/members/me', { token: member.token });
+    assertError(t, there, 401, 'INVALID_TOKEN', '/api/v1/members/me');
+    t.regex(there.body.message, /password or role changed/);
   }),
 );
 

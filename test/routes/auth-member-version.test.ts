@@ -1,7 +1,8 @@
 // A password change or a role change reaches access tokens within AUTH_MEMBER_CACHE_SECONDS (here 1 s; at most
 // 60 s), not when they expire: every authenticated request checks the token's role and version (`ver`) against
 // the member's, through a short cache. In the process that made the change it takes effect at once; another
-// process on the same database follows within the cache's TTL.
+// process on the same database follows within the cache's TTL (these processes form no cluster; in one, the
+// `membersChanged` event reaches the others at once: test/cluster/app-cluster.test.ts).
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
@@ -123,6 +124,28 @@ test('a token issued after a password change is served at once by a process stil
   assertError(
     t,
     await slow.request('GET', '/api/v1/members/me', { token: before.accessToken }),
+    401,
+    'INVALID_TOKEN',
+    '/api/v1/members/me',
+  );
+});
+
+test('cachesStale (change events may have been missed: a NATS reconnect) drops every cached member version', async (t) => {
+  // A process whose cache would hold the old version for a minute, and a change it is never told of.
+  const slow = await startTestApp({ database: app.database, env: { AUTH_MEMBER_CACHE_SECONDS: '60' } });
+  t.teardown(() => slow.close());
+  const member = await createMember(app, 'BUYER');
+  t.is((await slow.request('GET', '/api/v1/members/me', { token: member.token })).status, 200);
+  await app.db('members').where('id', member.id).increment('token_version', 1);
+  t.is(
+    (await slow.request('GET', '/api/v1/members/me', { token: member.token })).status,
+    200,
+    'cached: the change is not seen yet',
+  );
+  await slow.bundle.services.events.emit('cachesStale');
+  assertError(
+    t,
+    await slow.request('GET', '/api/v1/members/me', { token: member.token }),
     401,
     'INVALID_TOKEN',
     '/api/v1/members/me',
