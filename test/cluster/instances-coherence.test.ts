@@ -1,7 +1,8 @@
 // Three real server processes on one database and one cluster: what one instance changes, every instance
-// shows within 1 s (product edits, a new category, DRAFT and DELETED products; the same ETags), orders on any
-// instance after an edit's 200 are charged the new price and name, the login throttle is one for all of them
-// (also across a restart), and each outbox event is delivered once across every process.
+// shows within 1 s (product edits, a new category, DRAFT and DELETED products, a password change ending the old
+// access tokens; the same ETags), orders on any instance after an edit's 200 are charged the new price and name,
+// the login throttle is one for all of them (also across a restart), and each outbox event is delivered once
+// across every process.
 import test, { type ExecutionContext } from 'ava';
 import { shardOf } from '../../lib/cluster/shards';
 import { natsTest, until } from './cluster-fixtures';
@@ -222,6 +223,32 @@ natsTest('a product set to DRAFT on A is 404 on B and C within 1 s', async (t) =
     t.is(own.status, 200);
     t.is(own.body.status, 'DRAFT');
   }
+});
+
+natsTest("a password change on A ends the member's access tokens on B and C within 1 s", async (t) => {
+  const member = await world.member('BUYER');
+  // Every instance caches the member's token version (30 s by default) from these requests.
+  for (const i of world.running()) {
+    t.is((await world.request(i, 'GET', '/api/v1/members/me', { token: member.token })).status, 200);
+  }
+  const changed = await world.request(A, 'PATCH', '/api/v1/members/me', {
+    token: member.token,
+    body: { password: 'New-password-1', currentPassword: member.password },
+  });
+  const since = Date.now();
+  t.is(changed.status, 200, changed.text);
+  const refused = await world.request(A, 'GET', '/api/v1/members/me', { token: member.token });
+  t.is(refused.status, 401);
+  t.is(refused.body.code, 'INVALID_TOKEN');
+  await visibleEverywhere(
+    OTHERS,
+    since,
+    async (i) => {
+      const res = await world.request(i, 'GET', '/api/v1/members/me', { token: member.token });
+      return res.status === 401 && res.body.code === 'INVALID_TOKEN';
+    },
+    'the old access token refused',
+  );
 });
 
 natsTest('a product DELETED on A is 404 on B and C within 1 s', async (t) => {
