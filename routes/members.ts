@@ -28,7 +28,7 @@ export function memberRoutes(services: Pick<Services, 'members'>): RouteDef[] {
       responses: {
         200: {
           description:
-            'The updated member; a password change revokes every refresh token and ends every access token issued before it (on every instance of a cluster at once; elsewhere within AUTH_MEMBER_CACHE_SECONDS)',
+            'The updated member; a password change revokes every refresh token and ends every access token issued before it: at once on the instance that answers, on the other instances of a cluster as soon as the change reaches them over NATS, and on processes that form no cluster within AUTH_MEMBER_CACHE_SECONDS',
           schema: memberShape,
         },
         ...errorResponses(

@@ -117,6 +117,8 @@ const SQLITE_STATUS_AFTER_DEDUCTION = statusFollowingStockSql(
   sql('status'),
   sql('stock_quantity - v.column2'),
 );
+if (SQLITE_STATUS_AFTER_DEDUCTION.bindings.length !== 0)
+  throw new Error('the status rule must bind nothing here');
 
 /**
  * SQLite: one `(id, quantity, catalog version)` VALUES row per product, joined on the primary key (UPDATE ... FROM).

@@ -30,6 +30,17 @@ export function createMemberService(deps: MemberDeps) {
   const log = deps.logger.child({ component: 'MemberService' });
   const repository = createMemberRepository(db);
 
+  /**
+   * Tells every holder of the member's token version that it moved (`membersChanged`; in a cluster every instance,
+   * over NATS). Resolves after this process's listeners ran, so the old access tokens are refused here before the
+   * answer; a failing listener is logged, never the request's error (the change is committed).
+   */
+  async function announceTokensEnded(memberId: number): Promise<void> {
+    await events
+      .emit('membersChanged', { memberIds: [memberId] })
+      .catch((err: unknown) => log.error({ err, memberId }, 'Announcing a password change failed'));
+  }
+
   /** The caller's member row; a valid token of a member that no longer exists is an invalid token. */
   async function load(auth: AuthMember): Promise<Member> {
     const member = await repository.findById(auth.id);
@@ -91,25 +102,32 @@ export function createMemberService(deps: MemberDeps) {
       patch.updatedAt = new Date();
 
       let revoked = 0;
-      const applied = await retryDeadlocks(() =>
-        db.transaction(async (trx) => {
-          // A password change applies only over the password its currentPassword was checked against: two
-          // changes checked at once against the same one cannot both apply (the second would undo the first).
-          const patched = await repository.patch(
-            member.id,
-            patch,
-            trx,
-            patch.passwordHash ? member.passwordHash : undefined,
-          );
-          if (!patched && patch.passwordHash) return false;
-          if (patch.passwordHash) {
-            revoked = await refreshTokens.revokeAllOf(member.id, trx);
-            // Every access token of the member carries the old version: they stop working.
-            await repository.bumpTokenVersion(member.id, trx);
-          }
-          return true;
-        }),
-      );
+      let applied: boolean;
+      try {
+        applied = await retryDeadlocks(() =>
+          db.transaction(async (trx) => {
+            // A password change applies only over the password its currentPassword was checked against: two
+            // changes checked at once against the same one cannot both apply (the second would undo the first).
+            const patched = await repository.patch(
+              member.id,
+              patch,
+              trx,
+              patch.passwordHash ? member.passwordHash : undefined,
+            );
+            if (!patched && patch.passwordHash) return false;
+            if (patch.passwordHash) {
+              revoked = await refreshTokens.revokeAllOf(member.id, trx);
+              // Every access token of the member carries the old version: they stop working.
+              await repository.bumpTokenVersion(member.id, trx);
+            }
+            return true;
+          }),
+        );
+      } finally {
+        // Also when the transaction failed: a COMMIT lost on the way may have applied the change, and forgetting a
+        // version that did not move only costs one read.
+        if (patch.passwordHash) await announceTokensEnded(member.id);
+      }
       if (!applied) {
         throw new ValidationError('Invalid request body', [
           {
@@ -118,11 +136,8 @@ export function createMemberService(deps: MemberDeps) {
           },
         ]);
       }
-      if (patch.passwordHash) {
-        // Resolves after every listener ran: the old access tokens are refused here before this answer.
-        await events.emit('membersChanged', { memberIds: [member.id] });
+      if (patch.passwordHash)
         log.info({ memberId: member.id, revoked }, 'Password changed; refresh tokens revoked');
-      }
       return toMemberJson(await load(auth));
     },
 

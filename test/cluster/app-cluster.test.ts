@@ -8,7 +8,8 @@ import { address } from '../orders/order-fixtures';
 import { createMember, type TestMember } from '../helpers/factories';
 import { assertError } from '../helpers/assertions';
 import { countQueries, readsProducts } from '../helpers/queries';
-import { exactlyOnce, natsTest, until } from './cluster-fixtures';
+import { connect } from '@nats-io/transport-node';
+import { exactlyOnce, NATS_URL, natsTest, until } from './cluster-fixtures';
 import { productOwnedBy, sharedWorld, startInstance } from './app-world';
 
 const withWorld = sharedWorld('app');
@@ -169,6 +170,75 @@ natsTest("a password change on one instance ends the member's access tokens on t
     assertError(t, there, 401, 'INVALID_TOKEN', '/api/v1/members/me');
     t.regex(there.body.message, /password or role changed/);
   }),
+);
+
+natsTest(
+  'a password change travels as one membersChanged message; a remote one is never sent on, a malformed one is ignored',
+  (t) =>
+    withWorld(t, async (world) => {
+      const [first, second] = world.apps;
+      const nc = await connect({ servers: NATS_URL });
+      const subject = `${world.prefix}.events.membersChanged`;
+      const wire: Array<Record<string, unknown>> = [];
+      const sub = nc.subscribe(subject, {
+        callback: (_err, msg) => {
+          try {
+            wire.push(msg.json());
+          } catch {
+            // the test's own message that is no JSON
+          }
+        },
+      });
+      await nc.flush();
+      const heard: Array<{ memberIds: number[]; remote?: boolean }> = [];
+      const off = second.bundle.services.events.on('membersChanged', ({ memberIds, remote }) => {
+        heard.push({ memberIds: [...memberIds], remote });
+      });
+      try {
+        const member = await createMember(first, 'BUYER');
+        const changed = await first.request('PATCH', '/api/v1/members/me', {
+          token: member.token,
+          body: { password: 'New-password-2', currentPassword: member.password },
+        });
+        t.is(changed.status, 200, changed.text);
+        await until(
+          () => heard.length >= 1,
+          1000,
+          () => 'the second instance heard nothing',
+        );
+        // Malformed events from elsewhere: not JSON, ids that are no member ids, no ids at all.
+        const event = (payload: unknown) =>
+          JSON.stringify({ name: 'membersChanged', payload, origin: 'elsewhere' });
+        nc.publish(subject, 'not json');
+        nc.publish(subject, event({ memberIds: 'all' }));
+        nc.publish(subject, event({ memberIds: [1.5, '7', null] }));
+        nc.publish(subject, event({}));
+        nc.publish(subject, event({ memberIds: [member.id] }));
+        await until(
+          () => heard.length >= 2,
+          1000,
+          () => `heard ${JSON.stringify(heard)}`,
+        );
+        await nc.flush();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        t.deepEqual(heard, [
+          { memberIds: [member.id], remote: true },
+          { memberIds: [member.id], remote: true },
+        ]);
+        // On the wire: the change once, from the first instance, and the test's own four JSON events: the second
+        // instance sent nothing on.
+        const ours = wire.filter((message) => message.origin !== 'elsewhere');
+        t.is(ours.length, 1, JSON.stringify(ours));
+        t.like(ours[0], { name: 'membersChanged', payload: { memberIds: [member.id] }, origin: 'a' });
+        t.is(wire.length, 5);
+        const me = await second.request('GET', '/api/v1/members/me', { token: world.buyer.token });
+        t.is(me.status, 200, 'the second instance still serves');
+      } finally {
+        off();
+        sub.unsubscribe();
+        await nc.close();
+      }
+    }),
 );
 
 natsTest("a stock change made on a non-owner is adopted by the owner's actor", (t) =>
