@@ -3,8 +3,8 @@
 // so every instance drops its cached copies (detail, popular, count, categories, members' token versions) and its
 // actors re-read. A reconnect to NATS means events may have been missed, both ways: the instance that reconnects
 // drops every cache (`cachesStale`) and tells the others to do the same (what it published while away was dropped,
-// and they may never have lost their own connection). The caches' TTLs remain the last-resort bound when NATS itself loses a
-// message.
+// and they may never have lost their own connection). The caches' TTLs remain the last-resort bound when NATS
+// itself loses a message.
 import { PRODUCT_CHANGE_SCOPES, type EventBus, type ProductChangeScope } from '../events';
 import type { Cluster } from './cluster';
 
