@@ -17,7 +17,8 @@ import path from 'node:path';
 import { createDb } from '../lib/db';
 import { migrateLatest } from '../lib/migration-mark';
 import { deductStockBatch } from '../lib/inventory/stock-repository';
-import type { ProductView } from '../actors/stock-rules';
+import { judgedTotals, type ProductView } from '../actors/stock-rules';
+import { dbFlag } from './lib/db-flag';
 import { insertPlacements, type Placement } from '../lib/orders/order-repository';
 import { median } from './lib/books';
 import { ensureMysqlDatabase } from './lib/catalog-fill';
@@ -34,13 +35,9 @@ const BATCHES = Number(env.BENCH_BATCHES ?? 600);
 const WARMUP = Number(env.BENCH_WARMUP_BATCHES ?? 100);
 const PRODUCTS = Number(env.BENCH_PRODUCTS ?? 1);
 const LINES = Number(env.BENCH_LINES ?? 1);
-const arg = (name: string) => {
-  const at = process.argv.indexOf(name);
-  return at > 0 ? process.argv[at + 1] : undefined;
-};
-const LABEL = arg('--label') ?? '';
-const DB = arg('--db') ?? 'mysql';
-if (DB !== 'mysql' && DB !== 'sqlite') throw new Error('--db must be mysql or sqlite');
+const at = process.argv.indexOf('--label');
+const LABEL = at > 0 ? process.argv[at + 1] : '';
+const DB = dbFlag();
 if (LINES > PRODUCTS) throw new Error('BENCH_LINES must not exceed BENCH_PRODUCTS');
 const MARIADB_PID = DB === 'mysql' ? (pidOf('mariadbd') ?? pidOf('mysqld')) : null;
 
@@ -84,34 +81,37 @@ try {
       lines: Array.from({ length: LINES }, () => ({ product: products[turn++ % PRODUCTS], quantity: 1 })),
       requestId: `bench-${i}`,
     }));
-    const totals = new Map<ProductView, number>();
-    for (const { lines } of placements)
-      for (const line of lines) totals.set(line.product, (totals.get(line.product) ?? 0) + line.quantity);
-    const changes = [...totals].map(([product, quantity]) => ({
-      productId: product.id,
-      quantity,
-      catalogVersion: product.catalogVersion,
-    }));
-    return { placements, changes };
+    // Summed per product as the group commit does.
+    const judged = judgedTotals(
+      placements.flatMap(({ lines }) =>
+        lines.map(({ product, quantity }) => ({
+          productId: product.id,
+          quantity,
+          catalogVersion: product.catalogVersion,
+        })),
+      ),
+    );
+    if (!judged.ok) throw new Error('one product judged on two versions');
+    return { placements, changes: judged.changes };
   };
-  const writeBatch = () => {
-    const { placements, changes } = nextBatch();
-    return db.transaction(async (trx) => {
+  // The batch is built before its measurement starts: only its writes are measured.
+  const writeBatch = ({ placements, changes }: ReturnType<typeof nextBatch>) =>
+    db.transaction(async (trx) => {
       const now = new Date();
       if (!(await deductStockBatch(trx, changes, now))) throw new Error('the guard refused');
       await insertPlacements(trx, placements, now);
     });
-  };
 
-  for (let i = 0; i < WARMUP; i++) await writeBatch();
+  for (let i = 0; i < WARMUP; i++) await writeBatch(nextBatch());
   const own: number[] = [];
   const database: number[] = [];
   const wall: number[] = [];
   for (let i = 0; i < BATCHES; i++) {
+    const batch = nextBatch();
     const cpu = process.cpuUsage();
     const dbCpu = MARIADB_PID ? cpuMicros(MARIADB_PID) : 0;
     const started = performance.now();
-    await writeBatch();
+    await writeBatch(batch);
     wall.push((performance.now() - started) * 1000);
     const used = process.cpuUsage(cpu);
     own.push(used.user + used.system);

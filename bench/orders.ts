@@ -31,6 +31,7 @@ import { loadConfig } from '../lib/config';
 import { knexConfig } from '../lib/db';
 import { address, seedOrderWorld, type OrderWorld } from './lib/order-world';
 import { checkBooks, median, withAdmin } from './lib/books';
+import { dbFlag } from './lib/db-flag';
 import { startScriptFlags } from './lib/processes';
 import { startRunInfo } from './lib/run-info';
 import { SELL_OUT_HEADER, sellOut, sellOutLine, type SellOut } from './lib/sell-out';
@@ -53,14 +54,7 @@ const DB_TIMEOUT_MS = env.BENCH_DB_TIMEOUT_MS ?? '60000';
 const SELL_OUT_STOCK = Number(env.BENCH_SELL_OUT_STOCK ?? 300);
 const SELL_OUT_MAX_S = Number(env.BENCH_SELL_OUT_MAX_S ?? 15);
 
-function dbFlag(argv: string[]): 'mysql' | 'sqlite' {
-  const at = argv.findIndex((arg) => arg === '--db' || arg.startsWith('--db='));
-  const value =
-    at < 0 ? (env.BENCH_DB ?? 'mysql') : argv[at].includes('=') ? argv[at].slice(5) : argv[at + 1];
-  if (value !== 'mysql' && value !== 'sqlite') throw new Error('--db must be mysql or sqlite');
-  return value;
-}
-const DB = dbFlag(process.argv.slice(2));
+const DB = dbFlag();
 // Extra node flags for the server process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
 const SERVER_NODE_ARGS = [
   ...startScriptFlags(),
