@@ -46,7 +46,7 @@ export function createTokenService(
   check?: AccessCheck,
   options: { verifiedTokenEntries?: number } = {},
 ) {
-  const verified = createVerifiedTokenCache({ maxEntries: options.verifiedTokenEntries });
+  const verified = createVerifiedTokenCache<AccessClaims>({ maxEntries: options.verifiedTokenEntries });
   // One KeyObject for the HMAC secret: given a string, jsonwebtoken builds a key on every call, which was
   // a fifth of the server's CPU under order load.
   const key = crypto.createSecretKey(Buffer.from(jwtConfig.secret, 'utf8'));

@@ -1,5 +1,4 @@
-import type { Deps } from '../services';
-
+import type { Db } from '../db';
 import type { Readiness } from './health-schemas';
 
 export type ReadyReport = Readiness;
@@ -9,7 +8,7 @@ export type ReadyReport = Readiness;
 export const READY_PROBE_TIMEOUT_MS = 1_000;
 
 /** `db`: a pool of its own (one connection), so a probe never waits behind the service's busy pool. */
-export function createHealthService({ db }: Pick<Deps, 'db'>) {
+export function createHealthService({ db }: { db: Db }) {
   let migrationsApplied = false; // once applied they stay applied while this process runs
 
   async function databaseAnswers(): Promise<boolean> {

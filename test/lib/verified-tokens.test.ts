@@ -4,10 +4,11 @@ import test from 'ava';
 import { createVerifiedTokenCache } from '../../lib/auth/verified-tokens';
 
 const claims = (id: number) => ({ id, role: 'BUYER' as const, tokenVersion: 0 });
+type Claims = ReturnType<typeof claims>;
 
 test('a hit returns the claims until exp, and nothing from exp on (the entry is dropped)', (t) => {
   let now = 1_000_000;
-  const cache = createVerifiedTokenCache({ now: () => now });
+  const cache = createVerifiedTokenCache<Claims>({ now: () => now });
   cache.set('a', claims(1), 1_010); // exp in seconds: 1,010,000 ms
   t.deepEqual(cache.get('a'), claims(1));
   now = 1_009_999;
@@ -22,7 +23,7 @@ test('a hit returns the claims until exp, and nothing from exp on (the entry is 
 });
 
 test('bounded by entries: the least recently used token leaves first', (t) => {
-  const cache = createVerifiedTokenCache({ maxEntries: 2, now: () => 0 });
+  const cache = createVerifiedTokenCache<Claims>({ maxEntries: 2, now: () => 0 });
   cache.set('a', claims(1), 60);
   cache.set('b', claims(2), 60);
   t.deepEqual(cache.get('a'), claims(1)); // a is now the most recent
@@ -32,7 +33,7 @@ test('bounded by entries: the least recently used token leaves first', (t) => {
   t.deepEqual(cache.get('a'), claims(1));
   t.deepEqual(cache.get('c'), claims(3));
   // maxEntries 0 turns caching off
-  const off = createVerifiedTokenCache({ maxEntries: 0, now: () => 0 });
+  const off = createVerifiedTokenCache<Claims>({ maxEntries: 0, now: () => 0 });
   off.set('a', claims(1), 60);
   t.is(off.get('a'), undefined);
 });
