@@ -6,9 +6,9 @@
 import type http from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
 import { corsMiddleware } from './http/cors';
 import { errorHandler } from './http/error-handler';
+import { jsonBody } from './http/json-body';
 import { requireHostHeader } from './http/host-header';
 import { routeFallback } from './http/fallback';
 import { requestIdAndAccessLog } from './http/request-id';
@@ -19,26 +19,6 @@ import { createResponseMemo, type ResponseMemo } from './http/response-memo';
 import { inTurns } from './http/turns';
 import { createServices, type Deps, type Services } from './services';
 import { routeTable, type RouteGroup } from '../routes/index';
-
-export const JSON_BODY_LIMIT = '1mb';
-
-/** The methods koa-body parses (its default); on any other it only runs its content-type checks for nothing. */
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
-function bodyParser(): Koa.Middleware {
-  const parse = koaBody({
-    json: true,
-    jsonLimit: JSON_BODY_LIMIT,
-    jsonStrict: true,
-    urlencoded: false,
-    text: false,
-    multipart: false,
-    parsedMethods: [...BODY_METHODS] as never,
-  });
-  return function jsonBody(ctx, next) {
-    return BODY_METHODS.has(ctx.method) ? parse(ctx, next) : next();
-  };
-}
 
 export interface AppBundle {
   app: Koa;
@@ -69,7 +49,7 @@ export function createApp(deps: Deps): AppBundle {
   app.use(errorHandler(deps.logger));
   app.use(requireHostHeader());
   app.use(corsMiddleware(deps.config.corsOrigins));
-  app.use(bodyParser());
+  app.use(jsonBody());
   app.use(router.routes());
   app.use(routeFallback(router));
   const handle = responseMemo.listener(inTurns(app.callback(), deps.config.http.requestsPerTurn));

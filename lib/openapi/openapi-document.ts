@@ -170,7 +170,8 @@ class DocumentBuilder {
       out[String(status)] ??= error(String(status), description);
     };
     // An API operation also refuses a query parameter it does not declare (lib/http/route.ts).
-    if (def.params || def.query || def.body || strictQuery) add(400, 'Invalid request (VALIDATION_ERROR)');
+    if (def.params || def.query || def.body || strictQuery)
+      add(400, 'Invalid request (VALIDATION_ERROR), a JSON body that is not valid UTF-8 included');
     if (def.auth === 'public') {
       if (!def.ignoreBearer)
         add(401, 'A token was sent and is invalid or expired (INVALID_TOKEN, TOKEN_EXPIRED)');
@@ -178,7 +179,10 @@ class DocumentBuilder {
     if (Array.isArray(def.auth)) add(403, `The caller's role is not ${def.auth.join(' or ')} (FORBIDDEN)`);
     if (def.body && !def.requestContentType) {
       add(413, 'JSON body over 1 MB (PAYLOAD_TOO_LARGE)');
-      add(415, 'Content-Type is not application/json (UNSUPPORTED_MEDIA_TYPE)');
+      add(
+        415,
+        'Content-Type is not application/json, or names a charset other than UTF-8 (UNSUPPORTED_MEDIA_TYPE)',
+      );
     }
     add(500, 'Unexpected error (INTERNAL_ERROR), logged with the request id');
     // Node's HTTP layer refuses some requests on any path before a route runs (lib/http/client-error.ts).

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import zlib from 'node:zlib';
 import test from 'ava';
 import Koa from 'koa';
 import { errorHandler } from '../../lib/http/error-handler';
@@ -233,6 +234,103 @@ test('a Content-Encoding that does not decode (gzip, deflate, brotli) is a 400, 
       { status: 400, code: 'VALIDATION_ERROR', message: 'Request body could not be decoded' },
       encoding,
     );
+  }
+});
+
+/** A signup body as bytes, with `name` and `password` spliced in as raw bytes (not JSON-escaped). */
+function signupBytes(email: string, name: Buffer, password: Buffer): Buffer {
+  return Buffer.concat([
+    Buffer.from(`{"email":"${email}","name":"`),
+    name,
+    Buffer.from('","password":"'),
+    password,
+    Buffer.from('","phone":"010-9999-0000","role":"BUYER"}'),
+  ]);
+}
+
+test('a body that is not UTF-8 is a 400 and writes nothing: its bytes are never read as U+FFFD', async (t) => {
+  const email = `bytes-${Date.now()}@example.test`;
+  const bad = signupBytes(email, Buffer.from([0x61, 0xff, 0xfe, 0x62]), Buffer.from('Secret-pass-1'));
+  const sent: Array<[string, Buffer, Record<string, string>]> = [
+    ['plain', bad, {}],
+    ['gzip', zlib.gzipSync(bad), { 'Content-Encoding': 'gzip' }],
+    ['deflate', zlib.deflateSync(bad), { 'Content-Encoding': 'deflate' }],
+    ['br', zlib.brotliCompressSync(bad), { 'Content-Encoding': 'br' }],
+    // a truncated sequence (the first two bytes of a three-byte character) is as invalid as a stray byte
+    ['truncated', signupBytes(email, Buffer.from([0xe2, 0x82]), Buffer.from('Secret-pass-1')), {}],
+  ];
+  for (const [what, raw, headers] of sent) {
+    const res = await app.request('POST', '/api/v1/auth/signup', {
+      raw,
+      headers: { 'Content-Type': 'application/json', ...headers },
+    });
+    assertError(t, res, 400, 'VALIDATION_ERROR', '/api/v1/auth/signup');
+    t.is(res.body.message, 'Request body is not valid UTF-8', what);
+  }
+  t.is(await app.db('members').where('email', email).first(), undefined);
+});
+
+test('two passwords of different invalid bytes are not one password: neither is taken', async (t) => {
+  const email = `pw-bytes-${Date.now()}@example.test`;
+  const password = (bytes: number[]) =>
+    Buffer.concat([Buffer.from('Pass'), Buffer.from(bytes), Buffer.from('word-1')]);
+  const signup = await app.request('POST', '/api/v1/auth/signup', {
+    raw: signupBytes(email, Buffer.from('Bytes'), password([0xff, 0xff, 0xff, 0xff])),
+    headers: { 'Content-Type': 'application/json' },
+  });
+  assertError(t, signup, 400, 'VALIDATION_ERROR', '/api/v1/auth/signup');
+  const login = await app.request('POST', '/api/v1/auth/login', {
+    raw: Buffer.concat([
+      Buffer.from(`{"email":"${email}","password":"`),
+      password([0xfe, 0xfe, 0x80, 0x80]),
+      Buffer.from('"}'),
+    ]),
+    headers: { 'Content-Type': 'application/json' },
+  });
+  assertError(t, login, 400, 'VALIDATION_ERROR', '/api/v1/auth/login');
+});
+
+test('valid UTF-8 is read whole, U+FFFD sent as such included, in one chunk or split inside a character', async (t) => {
+  const name = 'Zoë \uFFFD é';
+  const email = `utf8-${Date.now()}@example.test`;
+  const body = signupBytes(email, Buffer.from(name), Buffer.from('Secret-pass-1'));
+  // The body arrives in two packets, the first ending inside U+FFFD (EF BF BD).
+  const cut = body.indexOf(Buffer.from([0xef, 0xbf, 0xbd])) + 1;
+  const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = http.request(
+      `${app.url}/api/v1/auth/signup`,
+      { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': body.length } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.write(body.subarray(0, cut));
+    setTimeout(() => req.end(body.subarray(cut)), 50);
+  });
+  t.is(res.status, 201, res.text);
+  t.is(JSON.parse(res.text).name, name);
+  t.like(await app.db('members').where('email', email).first('name'), { name });
+});
+
+test('a JSON body in a charset other than UTF-8 is 415, before it is read', async (t) => {
+  for (const charset of ['utf-16', 'iso-8859-1']) {
+    const res = await app.request('POST', '/api/v1/auth/login', {
+      raw: '{"email":"a@example.test","password":"x"}',
+      headers: { 'Content-Type': `application/json; charset=${charset}` },
+    });
+    assertError(t, res, 415, 'UNSUPPORTED_MEDIA_TYPE', '/api/v1/auth/login');
+    t.is(res.body.message, `Request bodies are read as UTF-8, not ${charset}`, charset);
+  }
+  for (const charset of ['utf-8', 'UTF-8', 'utf8']) {
+    const res = await app.request('POST', '/api/v1/auth/login', {
+      raw: '{"email":"nobody@example.test","password":"Wrong-pass-1"}',
+      headers: { 'Content-Type': `application/json; charset=${charset}` },
+    });
+    t.is(res.status, 401, charset);
   }
 });
 
