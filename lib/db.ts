@@ -267,7 +267,11 @@ export function isDeadlock(err: unknown): boolean {
   return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
 }
 
-const isDeadlockVictim = (err: unknown) => driverError(err)?.code === 'ER_LOCK_DEADLOCK';
+/**
+ * InnoDB chose this transaction as a deadlock victim and rolled it back at once: nothing of it was written, and
+ * running it again may pass. Unlike a lock wait that timed out, which already waited the whole limit.
+ */
+export const isDeadlockVictim = (err: unknown) => driverError(err)?.code === 'ER_LOCK_DEADLOCK';
 
 /**
  * MariaDB/MySQL answered that this statement's rows were held by another transaction: a lock wait, or the

@@ -12,7 +12,7 @@
 // A batch whose COMMIT was lost is the one exception: checking its outcome may take seconds, so it is checked
 // beside the next batches while its products are held, and they are re-read once the outcome is known (settleLost).
 import type { Db } from '../db';
-import { isDeadlock } from '../db';
+import { isDeadlockVictim } from '../db';
 import type { Logger } from '../logger';
 import type { Reservation, StockRegistry } from '../../actors/registry';
 import { judgedTotals } from '../../actors/stock-rules';
@@ -154,9 +154,12 @@ export function createGroupCommit(options: GroupCommitOptions) {
         const refused = new Map(err.refused.map(({ request, error }) => [request, error]));
         for (const entry of batch)
           entry.reject(refused.get(entry.request) ?? new RetryPlacement(err.message));
-      } else if (isDeadlock(err)) {
+      } else if (isDeadlockVictim(err)) {
         for (const entry of batch) entry.reject(new RetryPlacement('deadlock'));
       } else {
+        // A lock wait that timed out (ER_LOCK_WAIT_TIMEOUT, SQLITE_BUSY: a row or the file held elsewhere for the
+        // whole limit) is not decided again: the next batch would wait behind the same row, and with it every
+        // request for other products. The batch's requests are answered 503 with Retry-After (lib/db-errors.ts).
         log.error({ err }, `Group commit of ${batch.length} request(s) failed`);
         for (const entry of batch) entry.reject(err);
       }

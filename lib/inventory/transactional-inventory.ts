@@ -2,7 +2,7 @@
 // SELECT ... FOR UPDATE in id order (no deadlock between carts), judge, deduct with the guarded UPDATE,
 // run the caller's writer. SQLite ignores FOR UPDATE but runs one writer at a time.
 import type { Db } from '../db';
-import { isDeadlock } from '../db';
+import { isDeadlockVictim } from '../db';
 import type { Logger } from '../logger';
 import { CommitNotApplied, transactionWithOutcome } from '../commit-outcome';
 import { WriterRefused } from './inventory';
@@ -68,8 +68,9 @@ export function createTransactionalInventory({
           onPlaced?.();
           return result;
         } catch (err) {
-          // A lost COMMIT that did not apply wrote nothing: deciding again is safe.
-          if ((isDeadlock(err) || err instanceof CommitNotApplied) && attempt < MAX_ATTEMPTS) continue;
+          // A deadlock victim, or a lost COMMIT that did not apply, wrote nothing: deciding again is safe. A lock
+          // wait that timed out already waited the whole limit: it is answered 503 with Retry-After, not waited again.
+          if ((isDeadlockVictim(err) || err instanceof CommitNotApplied) && attempt < MAX_ATTEMPTS) continue;
           if (err instanceof WriterRefused) throw err.refused[0].error;
           throw err;
         }
