@@ -46,6 +46,10 @@ export function createActorInventory(options: ActorInventoryOptions) {
 
     async place(request, writer) {
       const items = [...request.items].sort((a, b) => a.productId - b.productId);
+      // A second line of a product would wait for the first's reservation to settle, which it holds itself: the
+      // request would never be answered. The orders schema refuses such a cart; here it fails instead of hanging.
+      if (items.some((item, index) => index > 0 && item.productId === items[index - 1].productId))
+        throw new TypeError('An inventory request names each product once');
       for (let attempt = 1; ; attempt++) {
         const reservations: Reservation[] = [];
         const lines: DecidedLine[] = [];

@@ -2,12 +2,14 @@
 // - a request reserves its cart's products in product-id order, so two carts naming the same scarce products in
 //   opposite orders never wait on each other (one takes both, the other is refused);
 // - a batch the SQL guard refused gives its reservations back (the product's units are sold again afterwards);
-// - a committed cancellation makes the product's actor re-read (the units it gave back are sold at once).
+// - a committed cancellation makes the product's actor re-read (the units it gave back are sold at once);
+// - a request naming a product twice (the orders schema refuses such a cart) fails at once rather than hang.
 import test from 'ava';
 import { createMember, type TestMember } from '../helpers/factories';
 import { startTestApp, type TestApp } from '../helpers/harness';
 import { assertError } from '../helpers/assertions';
-import { eventually, placeOrder, productRow, world } from './order-fixtures';
+import { createOrderWriter } from '../../lib/orders/order-writer';
+import { address, eventually, placeOrder, productRow, world } from './order-fixtures';
 
 let app: TestApp;
 test.before(async () => {
@@ -108,4 +110,35 @@ test("a committed cancellation makes the product's actor re-read: the unit it ga
   const again = await placeOrder(app, buyer.token, [{ productId: p, quantity: 1 }]);
   t.is(again.status, 201, again.text);
   t.deepEqual(await productRow(app, p), { stock: 0, status: 'SOLD_OUT', salesCount: 1 });
+});
+
+test('a request naming a product twice fails at once instead of waiting for its own reservation, and holds nothing', async (t) => {
+  const { buyer, product } = await world(app);
+  const p = await product({ stockQuantity: 5 });
+  const { inventory } = app.bundle.services;
+  // 3 + 4 fits the stock line by line but not together: the second line would wait for the first to settle.
+  const placing = inventory.place(
+    {
+      items: [
+        { productId: p, quantity: 3 },
+        { productId: p, quantity: 4 },
+      ],
+      details: { buyerId: buyer.id, address },
+    },
+    createOrderWriter(),
+  );
+  const err = await within(
+    2_000,
+    placing.then(
+      () => null,
+      (failure: unknown) => failure,
+    ),
+    'place',
+  );
+  t.true(err instanceof TypeError);
+  t.is((err as Error).message, 'An inventory request names each product once');
+  t.like(inventory.inspect(p) ?? { reserved: 0 }, { reserved: 0 });
+  // Nothing held: the five units sell.
+  t.is((await placeOrder(app, buyer.token, [{ productId: p, quantity: 5 }])).status, 201);
+  t.deepEqual(await productRow(app, p), { stock: 0, status: 'SOLD_OUT', salesCount: 5 });
 });
