@@ -25,10 +25,15 @@ function errorFor(code: string | undefined): AppError {
   return new AppError(400, 'VALIDATION_ERROR', 'Malformed HTTP request');
 }
 
-/** The request's path when the refused bytes show its request line, else "". */
-function pathOf(rawPacket: unknown): string {
-  if (!Buffer.isBuffer(rawPacket)) return '';
-  const line = /^[A-Z]+ (\/[^\s?#]*)/.exec(rawPacket.toString('latin1', 0, Math.min(rawPacket.length, 8192)));
+/**
+ * The request's path: the request already handed to the app (a body too slow to arrive), or the request line the
+ * refused bytes show; else "".
+ */
+function pathOf(rawPacket: unknown, request: http.IncomingMessage | undefined): string {
+  const source =
+    request?.url ??
+    (Buffer.isBuffer(rawPacket) ? rawPacket.toString('latin1', 0, Math.min(rawPacket.length, 8192)) : '');
+  const line = request?.url ? /^(\/[^\s?#]*)/.exec(source) : /^[A-Z]+ (\/[^\s?#]*)/.exec(source);
   return line ? line[1] : '';
 }
 
@@ -44,7 +49,7 @@ export function answerClientErrors(logger: Logger) {
     }
     const error = errorFor(err.code);
     const requestId = crypto.randomUUID();
-    const path = pathOf(err.rawPacket);
+    const path = pathOf(err.rawPacket, response?.req);
     const json = JSON.stringify(errorBody(error, { path, requestId }));
     socket.end(
       `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +

@@ -96,6 +96,8 @@ test.serial(
     socket.write(body.slice(0, 10));
     await new Promise((resolve) => socket.once('end', resolve)); // the 408, after HTTP_REQUEST_TIMEOUT_MS
     t.regex(text(), /^HTTP\/1\.1 408 /);
+    // The request line had arrived: the body names its path.
+    t.like(parseAnswer(text()).body, { status: 408, code: 'REQUEST_TIMEOUT', path: '/api/v1/auth/signup' });
     socket.write(body.slice(10)); // the rest of the body, too late
     await new Promise((resolve) => setTimeout(resolve, 500));
     t.is((await app.db('members').where('email', JSON.parse(body).email)).length, 0);
