@@ -7,7 +7,7 @@ import { isUtf8 } from 'node:buffer';
 import zlib from 'node:zlib';
 import type Koa from 'koa';
 import { koaBody } from 'koa-body';
-import { AppError } from '../errors';
+import { AppError, ValidationError } from '../errors';
 
 const JSON_BODY_LIMIT = '1mb';
 
@@ -36,6 +36,30 @@ function contentOf(raw: Buffer, encoding: string): Buffer {
   }
 }
 
+/**
+ * co-body's refusals of JSON that parses, which would otherwise read as "not valid JSON": a body that is not an
+ * object or array (`null`, `1`, `"x"`), and a `__proto__` key anywhere (bourne refuses it: prototype poisoning).
+ */
+function refusalOf(err: unknown): unknown {
+  const { message, body } = (err ?? {}) as { message?: unknown; body?: unknown };
+  if (message === 'Object contains forbidden prototype property') {
+    return new ValidationError('Request body must not contain a "__proto__" key', [
+      { field: 'body', message: 'must not contain a "__proto__" key' },
+    ]);
+  }
+  if (message === 'invalid JSON, only supports object and array' && typeof body === 'string') {
+    try {
+      JSON.parse(body);
+    } catch {
+      return err;
+    }
+    return new ValidationError('Request body must be a JSON object', [
+      { field: 'body', message: 'must be a JSON object' },
+    ]);
+  }
+  return err;
+}
+
 export function jsonBody(): Koa.Middleware {
   const parse = koaBody({
     json: true,
@@ -57,8 +81,10 @@ export function jsonBody(): Koa.Middleware {
     const keep = (chunk: Buffer) => chunks.push(chunk);
     // Attached in the same synchronous run as koa-body's own reader: no byte flows before both listen.
     ctx.req.on('data', keep);
+    let parsed = false;
     try {
       await parse(ctx, () => {
+        parsed = true;
         ctx.req.off('data', keep);
         const raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
         if (!isUtf8(contentOf(raw, ctx.get('Content-Encoding')))) {
@@ -67,6 +93,8 @@ export function jsonBody(): Koa.Middleware {
         chunks.length = 0;
         return next();
       });
+    } catch (err) {
+      throw parsed ? err : refusalOf(err);
     } finally {
       ctx.req.off('data', keep);
     }

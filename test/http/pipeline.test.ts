@@ -175,7 +175,12 @@ test('keys named like Object.prototype members are unknown fields (400), never a
     headers: { 'Content-Type': 'application/json' },
   });
   t.is(proto.status, 400);
-  t.like(proto.body, { status: 400, code: 'VALIDATION_ERROR' });
+  t.like(proto.body, {
+    status: 400,
+    code: 'VALIDATION_ERROR',
+    message: 'Request body must not contain a "__proto__" key',
+    errors: [{ field: 'body', message: 'must not contain a "__proto__" key' }],
+  });
   const query = await app.request('GET', '/api/v1/products?constructor=1');
   t.is(query.status, 400);
   t.like(query.body, {
@@ -208,7 +213,7 @@ test('an API route that declares no query parameters refuses any (400), as one t
 });
 
 test('a body that is not a JSON object is a 400 naming the body', async (t) => {
-  for (const raw of ['[]', '[{"email":"a"}]']) {
+  for (const raw of ['[]', '[{"email":"a"}]', 'null', '1', '"text"', 'true']) {
     const res = await app.request('POST', '/api/v1/auth/login', {
       raw,
       headers: { 'Content-Type': 'application/json' },
@@ -219,6 +224,18 @@ test('a body that is not a JSON object is a 400 naming the body', async (t) => {
       message: 'Request body must be a JSON object',
       errors: [{ field: 'body', message: 'must be a JSON object' }],
     });
+  }
+  // Text that does not parse is another 400.
+  for (const raw of ['{"email":', '{email: 1}', 'nul']) {
+    const res = await app.request('POST', '/api/v1/auth/login', {
+      raw,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    t.like(
+      res.body,
+      { status: 400, code: 'VALIDATION_ERROR', message: 'Request body is not valid JSON' },
+      raw,
+    );
   }
 });
 
