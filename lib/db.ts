@@ -262,11 +262,6 @@ export function isServerWaitTimeout(err: unknown): boolean {
   );
 }
 
-export function isDeadlock(err: unknown): boolean {
-  const e = driverError(err);
-  return e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT' || e?.code === 'SQLITE_BUSY';
-}
-
 /**
  * InnoDB chose this transaction as a deadlock victim and rolled it back at once: nothing of it was written, and
  * running it again may pass. Unlike a lock wait that timed out, which already waited the whole limit.
@@ -285,19 +280,15 @@ export function isRowContention(err: unknown): boolean {
 /**
  * Runs `work` (a whole transaction, or one statement) again when InnoDB picked it as a deadlock victim: the
  * server rolled it back entirely, so nothing of it was written. After `attempts` the error goes on (answered
- * 503 with Retry-After, lib/db-errors.ts). By default lock wait timeouts are not retried (they already waited
- * long); `retryable` widens that (the order transitions also retry `isDeadlock`'s timeouts and SQLITE_BUSY).
+ * 503 with Retry-After, lib/db-errors.ts). A lock wait that timed out (or SQLITE_BUSY) is never retried: it already
+ * waited the whole limit, and a retry would wait behind the same row again.
  */
-export async function retryDeadlocks<T>(
-  work: () => Promise<T>,
-  attempts = 3,
-  retryable: (err: unknown) => boolean = isDeadlockVictim,
-): Promise<T> {
+export async function retryDeadlocks<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      if (!retryable(err) || attempt >= attempts) throw err;
+      if (!isDeadlockVictim(err) || attempt >= attempts) throw err;
     }
   }
 }

@@ -1,15 +1,7 @@
 // All of the orders area's SQL: the order reads, the compare-and-set of a status change (with its
 // history and outbox rows), and the INSERTs that write placed orders. The idempotency keys have their
 // own small store (idempotency.ts).
-import {
-  affectedRows,
-  centsToDecimal,
-  fromCents,
-  isDeadlock,
-  retryDeadlocks,
-  type Db,
-  type Trx,
-} from '../db';
+import { affectedRows, centsToDecimal, fromCents, retryDeadlocks, type Db, type Trx } from '../db';
 import { CommitNotApplied, outcomeRead, transactionWithOutcome } from '../commit-outcome';
 import { ServiceUnavailableError } from '../errors';
 import { insertRows, insertWithIds } from '../insert-rows';
@@ -257,7 +249,6 @@ export function createOrderRepository(db: Db, logger: Logger) {
       const changed = await retryDeadlocks(
         () => casTransaction(order, from, to, change, true),
         MAX_DEADLOCK_ATTEMPTS,
-        isDeadlock,
       );
       return changed?.order ?? null;
     },
@@ -272,7 +263,6 @@ export function createOrderRepository(db: Db, logger: Logger) {
       const changed = await retryDeadlocks(
         () => casTransaction(order, from, to, change, false),
         MAX_DEADLOCK_ATTEMPTS,
-        isDeadlock,
       );
       return changed !== null;
     },

@@ -7,7 +7,7 @@ import test from 'ava';
 import mysql from 'mysql2';
 import {
   createDb,
-  isDeadlock,
+  isDeadlockVictim,
   isForeignKeyViolation,
   isRowContention,
   isServerWaitTimeout,
@@ -118,16 +118,17 @@ test('deadlocks, server wait timeouts, row contention and constraint violations 
   const e = driverError;
   const wrapped = (fields: Record<string, unknown>) =>
     Object.assign(new Error('objection'), { nativeError: e(fields) });
-  // isDeadlock: what an order transition retries
+  // isDeadlockVictim: what is run again (retryDeadlocks, the placements); a wait that timed out is not
+  t.true(isDeadlockVictim(e({ code: 'ER_LOCK_DEADLOCK' })));
+  t.true(isDeadlockVictim(wrapped({ code: 'ER_LOCK_DEADLOCK' })));
   for (const fields of [
-    { code: 'ER_LOCK_DEADLOCK' },
     { code: 'ER_LOCK_WAIT_TIMEOUT' },
     { code: 'SQLITE_BUSY' },
+    { code: 'ER_DUP_ENTRY' },
   ]) {
-    t.true(isDeadlock(e(fields)), JSON.stringify(fields));
-    t.true(isDeadlock(wrapped(fields)), JSON.stringify(fields));
+    t.false(isDeadlockVictim(e(fields)), JSON.stringify(fields));
+    t.false(isDeadlockVictim(wrapped(fields)), JSON.stringify(fields));
   }
-  t.false(isDeadlock(e({ code: 'ER_DUP_ENTRY' })));
   // isServerWaitTimeout: the server answered (it is reachable) that the statement waited too long
   for (const fields of [
     { code: 'ER_LOCK_WAIT_TIMEOUT' },

@@ -5,7 +5,7 @@ import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import knexFactory, { type Knex } from 'knex';
 import { Model } from 'objection';
-import { createDb, isDeadlock, knexConfig, retryDeadlocks } from '../../lib/db';
+import { createDb, knexConfig, retryDeadlocks } from '../../lib/db';
 import { isDatabaseUnavailable, safeErrorMessage, toClientError } from '../../lib/db-errors';
 import { ServiceUnavailableError } from '../../lib/errors';
 import { createLogger } from '../../lib/logger';
@@ -374,7 +374,7 @@ mysqlOnly(
   },
 );
 
-test('retryDeadlocks: only deadlock victims by default; a wider predicate (isDeadlock) also retries busy and lock waits', async (t) => {
+test('retryDeadlocks: only deadlock victims run again; busy and lock wait timeouts, which already waited, do not', async (t) => {
   const failingOnce = (code: string) => {
     let runs = 0;
     return {
@@ -389,9 +389,9 @@ test('retryDeadlocks: only deadlock victims by default; a wider predicate (isDea
   const busy = failingOnce('SQLITE_BUSY');
   await t.throwsAsync(retryDeadlocks(busy.work), { message: 'SQLITE_BUSY' });
   t.is(busy.runs(), 1);
-  const widened = failingOnce('ER_LOCK_WAIT_TIMEOUT');
-  t.is(await retryDeadlocks(widened.work, 3, isDeadlock), 'done');
-  t.is(widened.runs(), 2);
+  const waited = failingOnce('ER_LOCK_WAIT_TIMEOUT');
+  await t.throwsAsync(retryDeadlocks(waited.work, 10), { message: 'ER_LOCK_WAIT_TIMEOUT' });
+  t.is(waited.runs(), 1);
   const victim = failingOnce('ER_LOCK_DEADLOCK');
   t.is(await retryDeadlocks(victim.work), 'done');
   t.is(victim.runs(), 2);

@@ -5,6 +5,7 @@
 // (test/orders/placement-deadlock.test.ts). On MariaDB the statement's own time limit (max_statement_time, the same
 // 1 s) usually ends the wait before InnoDB's lock wait does; on MySQL (no limit on UPDATEs) it is ER_LOCK_WAIT_TIMEOUT,
 // and on SQLite SQLITE_BUSY: another process held the database's write lock past the busy timeout (the last tests).
+// A status change (a buyer's cancel) is answered the same way, not run again 10 times.
 import test from 'ava';
 import { openRival } from '../helpers/deadlocks';
 import { DB_KIND, startTestApp, type TestApp } from '../helpers/harness';
@@ -101,3 +102,35 @@ for (const mode of ['actor', 'transactional'] as const) {
     },
   );
 }
+
+sqliteOnly(
+  "a buyer's cancel while another process holds the write lock is 503 with Retry-After after one wait, and the order stays",
+  async (t) => {
+    const app = apps.actor!;
+    const { buyer, product } = await world(app);
+    const productId = await product({ stockQuantity: 5 });
+    const placed = await placeOrder(app, buyer.token, [{ productId, quantity: 2 }]);
+    t.is(placed.status, 201, placed.text);
+    const orderId = placed.body.orders[0].id as number;
+    const cancel = () =>
+      app.request('POST', `/api/v1/orders/${orderId}/cancel`, { token: buyer.token, body: {} });
+    const database = app.config.database;
+    if (database.client !== 'sqlite') throw new Error('SQLite expected');
+    const other = new RawDatabase(database.filename);
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const blocked = await timed(cancel());
+      assertError(t, blocked.res, 503, 'SERVICE_UNAVAILABLE', `/api/v1/orders/${orderId}/cancel`);
+      t.truthy(blocked.res.headers.get('retry-after'));
+      t.true(blocked.ms < 4_000, `answered after ${Math.round(blocked.ms)} ms (one busy wait is 1 s)`);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    t.is((await app.db('orders').where('id', orderId).first('status')).status, 'PENDING');
+    const retried = await cancel();
+    t.is(retried.status, 200, retried.text);
+    t.is(retried.body.status, 'CANCELLED');
+    t.deepEqual(await productRow(app, productId), { stock: 5, status: 'ON_SALE', salesCount: 0 });
+  },
+);
