@@ -45,11 +45,14 @@ export type StockCommand =
    * before the next decision.
    */
   | { type: 'RELOAD' }
-  /** Run a product write (stock PATCH, delete) with no decision in between; adopt the view it returns. */
+  /**
+   * Run a product write (stock PATCH, delete) with no decision in between, then read the product again. The caller
+   * is answered as soon as the write is done: a failing read after it does not make a written change an error.
+   */
   | {
       type: 'EXCLUSIVE';
-      run: () => Promise<LoadedView>;
-      reply: (view: ProductView | null) => void;
+      run: () => Promise<void>;
+      reply: () => void;
       fail: (err: unknown) => void;
     };
 
@@ -108,7 +111,7 @@ const stockSetup = setup({
     loadProduct: fromPromise<LoadedView, { productId: number }>(async () => {
       throw new Error('loadProduct was not provided');
     }),
-    runExclusive: fromPromise<LoadedView, { run: () => Promise<LoadedView> }>(({ input }) => input.run()),
+    runExclusive: fromPromise<void, { run: () => Promise<void> }>(({ input }) => input.run()),
   },
   delays: {
     // A product that does not exist (an order for an unknown id) is nothing worth keeping in memory: its
@@ -186,7 +189,7 @@ const stockSetup = setup({
       command.reply({ ok: false, reason, product: context.product });
     },
     replyExclusive: enqueueActions(({ context, enqueue }) => {
-      context.current?.reply(context.product);
+      context.current?.reply();
       enqueue.assign({ current: null });
     }),
     failExclusive: enqueueActions(({ context, enqueue }, params: { error: unknown }) => {
@@ -344,23 +347,9 @@ export const productStockMachine = stockSetup.createMachine({
       invoke: {
         src: 'runExclusive',
         input: ({ context }) => ({ run: context.current!.run }),
-        onDone: [
-          // Its view may have missed a commit or a change whose news came meanwhile: answer with it, then read
-          // again.
-          {
-            guard: 'readAgain',
-            target: 'loading',
-            actions: [
-              { type: 'adoptLoaded', params: ({ event }) => event.output },
-              'replyExclusive',
-              'clearReadAgain',
-            ],
-          },
-          {
-            target: 'ready',
-            actions: [{ type: 'adoptLoaded', params: ({ event }) => event.output }, 'replyExclusive'],
-          },
-        ],
+        // The write is done: its caller is answered now, and the product is read again before the next decision.
+        // That read starts after the write and after any commit whose news came meanwhile, so it sees them all.
+        onDone: { target: 'loading', actions: ['replyExclusive', 'clearReadAgain'] },
         // The write failed; its effect is unknown to us, so re-read before deciding anything.
         onError: {
           target: 'loading',

@@ -207,18 +207,14 @@ export function createStockRegistry(options: RegistryOptions) {
     reload(productId: number): void {
       tell(entries.get(productId), { type: 'RELOAD' });
     },
-    /** Runs `run` (a product write) with no reservation decided for the product meanwhile. */
-    async exclusive(productId: number, run: () => Promise<void>): Promise<ProductView | null> {
+    /**
+     * Runs `run` (a product write) with no reservation decided for the product meanwhile; the actor reads the
+     * product again afterwards. Resolves once `run` has: a read that fails after it drops the actor (the next
+     * command loads it anew) but does not turn the written change into an error.
+     */
+    async exclusive(productId: number, run: () => Promise<void>): Promise<void> {
       const entry = activate(productId);
-      return await ask<ProductView | null>(entry, (done, fail) => ({
-        type: 'EXCLUSIVE',
-        run: async () => {
-          await run();
-          return { view: await options.load(productId), at: Date.now() };
-        },
-        reply: done,
-        fail,
-      }));
+      await ask<void>(entry, (done, fail) => ({ type: 'EXCLUSIVE', run, reply: () => done(), fail }));
     },
     /** Every active actor re-reads before its next decision (after missed change events). */
     reloadAll(): void {

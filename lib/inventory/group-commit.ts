@@ -225,8 +225,8 @@ export function createGroupCommit(options: GroupCommitOptions) {
       registry
         .exclusive(productId, () => known)
         .catch((err: unknown) => {
-          // The actor could not read the product afterwards: it is dropped, and the next request loads it anew.
-          log.warn({ err, productId }, 'Re-reading a product after a lost COMMIT failed');
+          // The actor stopped before its turn came (the inventory is stopping): the next one reads the product anew.
+          log.warn({ err, productId }, 'Holding a product until a lost COMMIT is known failed');
         }),
     );
     finish(

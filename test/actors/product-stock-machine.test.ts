@@ -134,17 +134,18 @@ test('unknown, deleted and draft products are refused with their reason', async 
   }
 });
 
-test('an exclusive write runs with no decision in between; the actor adopts the view it returns', async (t) => {
-  const { actor, reserve, send, view } = start(async () => product({ stock: 1 }));
+test('an exclusive write runs with no decision in between; the actor reads the product again after it', async (t) => {
+  let stored = product({ stock: 1 });
+  const { actor, reserve, send, view } = start(async () => stored);
   t.like(await reserve(1), { ok: true });
   let finishWrite!: () => void;
   const written = new Promise<void>((resolve) => (finishWrite = resolve));
-  const exclusive = new Promise<ProductView | null>((resolve, reject) =>
+  const exclusive = new Promise<void>((resolve, reject) =>
     send({
       type: 'EXCLUSIVE',
       run: async () => {
         await written;
-        return { view: product({ stock: 10 }), at: Date.now() };
+        stored = product({ stock: 10 });
       },
       reply: resolve,
       fail: reject,
@@ -153,10 +154,34 @@ test('an exclusive write runs with no decision in between; the actor adopts the 
   const during = reserve(5); // arrives while the write runs: waits for it
   t.is(view().value, 'writing');
   finishWrite();
-  t.like(await exclusive, { stock: 10 });
-  t.like(await during, { ok: true });
+  await exclusive;
+  t.like(await during, { ok: true }, 'decided on the read after the write');
   t.like(view(), { value: 'ready', stock: 10, reserved: 6 });
   actor.stop();
+});
+
+test('a write that is done is answered as done even when the read after it fails; the commands waiting fail with the read', async (t) => {
+  let reads = 0;
+  const { reserve, send, view } = start(async () => {
+    if (++reads > 1) throw new Error('the database went away');
+    return product({ stock: 4 });
+  });
+  t.like(await reserve(1), { ok: true });
+  let finishWrite!: () => void;
+  const written = new Promise<void>((resolve) => (finishWrite = resolve));
+  const exclusive = new Promise<void>((resolve, reject) =>
+    send({ type: 'EXCLUSIVE', run: () => written, reply: resolve, fail: reject }),
+  );
+  const during = reserve(1);
+  finishWrite();
+  await t.notThrowsAsync(exclusive, 'the written change is not reported as an error');
+  await t.throwsAsync(during, { message: 'the database went away' });
+  t.is(reads, 2);
+  t.like(
+    view(),
+    { value: 'failed', status: 'done' },
+    'the registry drops it; the next command loads the product anew',
+  );
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -212,25 +237,26 @@ test('news of a cancellation during a read makes the actor read again; so does a
   t.like(view(), { value: 'ready', stock: 5 });
 
   t.like(await reserve(2), { ok: true });
-  const exclusive = new Promise<ProductView | null>((resolve, reject) =>
+  const exclusive = new Promise<void>((resolve, reject) =>
     send({
       type: 'EXCLUSIVE',
       run: async () => {
-        // the batch with the 2 units commits while the write waits for its row lock, then the write reads
+        // the batch with the 2 units commits while the write waits for its row lock
         send({ type: 'COMMITTED', quantity: 2 });
         await sleep(5);
-        return { view: product({ stock: 3 }), at: Date.now() };
       },
       reply: resolve,
       fail: reject,
     }),
   );
-  t.like(await exclusive, { stock: 3 }, 'the write answers with what it read');
+  await exclusive;
   await sleep(0);
-  t.is(loader.reads(), 4, 'then the actor reads again');
+  t.is(loader.reads(), 4, 'then the actor reads again, after the write and the commit');
   t.like(view(), { value: 'loading', reserved: 0 });
   await loader.answer(3);
   t.like(view(), { value: 'ready', stock: 3, reserved: 0 });
+  await sleep(5);
+  t.is(loader.reads(), 4, 'one read serves both: the news came before it started');
   t.like(await reserve(3), { ok: true });
   actor.stop();
 });
@@ -404,7 +430,7 @@ test('a failed product write is answered with its error and the actor re-reads b
   const loader = heldLoader();
   const { actor, send, view } = start(loader.load);
   await loader.answer(5);
-  const failed = new Promise<ProductView | null>((resolve, reject) =>
+  const failed = new Promise<void>((resolve, reject) =>
     send({
       type: 'EXCLUSIVE',
       run: async () => {

@@ -113,6 +113,34 @@ test('an actor that errors in a step fails every command waiting on it, is dropp
   }
 });
 
+test('a product write that committed is reported as done when the read after it fails; the next command reads anew', async (t) => {
+  const seller = await createMember(app, 'SELLER');
+  const productId = await createProduct(app, seller.id, { stockQuantity: 4 });
+  let loads = 0;
+  const registry = createStockRegistry({
+    // The read after the write fails (the database went away between the two), the ones before and after do not.
+    load: async (id) => {
+      if (++loads === 2) throw new Error('connection lost after the write');
+      return loadProductView(app.db, id);
+    },
+    logger: quietLogger,
+    idleMs: 60_000,
+  });
+  try {
+    held(await settled(registry.reserve(productId, 1)));
+    await t.notThrowsAsync(
+      settled(registry.exclusive(productId, () => stockOf(productId, 9).then(() => undefined))),
+      'the PATCH that committed is not answered with an error',
+    );
+    t.is(loads, 2);
+    t.is(registry.activeCount(), 0, 'the actor whose read failed is dropped');
+    t.like(await settled(registry.reserve(productId, 9)), { ok: true, product: { stock: 9 } }, 'read anew');
+    t.is(loads, 3);
+  } finally {
+    registry.stop();
+  }
+});
+
 test('a ready actor that errors on a command answers it with the error at once (a rejected promise, never a hang)', async (t) => {
   const seller = await createMember(app, 'SELLER');
   const productId = await createProduct(app, seller.id, { stockQuantity: 4 });
