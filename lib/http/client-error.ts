@@ -37,6 +37,14 @@ function pathOf(rawPacket: unknown, request: http.IncomingMessage | undefined): 
   return line ? line[1] : '';
 }
 
+/** The requests the app had begun that were answered here, with the status sent (the access log reports it). */
+const answered = new WeakMap<http.IncomingMessage, number>();
+
+/** The status this listener sent for a request the app had begun, if it answered one. */
+export function answeredBeforeApp(request: http.IncomingMessage): number | undefined {
+  return answered.get(request);
+}
+
 /** The server's `clientError` listener. */
 export function answerClientErrors(logger: Logger) {
   const log = logger.child({ component: 'HttpServer' });
@@ -48,8 +56,12 @@ export function answerClientErrors(logger: Logger) {
       return;
     }
     const error = errorFor(err.code);
-    const requestId = crypto.randomUUID();
+    // A request the app had begun (a body too slow to arrive) keeps the id the app gave it, which its access-log line
+    // carries too.
+    const assigned = response?.getHeader('X-Request-Id');
+    const requestId = typeof assigned === 'string' ? assigned : crypto.randomUUID();
     const path = pathOf(err.rawPacket, response?.req);
+    if (response) answered.set(response.req, error.status);
     const json = JSON.stringify(errorBody(error, { path, requestId }));
     socket.end(
       `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status]}\r\n` +

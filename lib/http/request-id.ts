@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../logger';
 import { runWithContext } from '../request-context';
+import { answeredBeforeApp } from './client-error';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -46,7 +47,8 @@ export function requestIdAndAccessLog(logger: Logger): Middleware {
       try {
         await next();
       } finally {
-        log(requestId, ctx.method, ctx.path, ctx.status, started);
+        // A body too slow to arrive was answered 408 by the server's clientError listener, not by the app.
+        log(requestId, ctx.method, ctx.path, answeredBeforeApp(ctx.req) ?? ctx.status, started);
       }
     });
   };

@@ -13,6 +13,7 @@ import { until } from '../helpers/until';
 let app: TestApp;
 test.before(async () => {
   app = await startTestApp({
+    logLevel: 'info',
     env: {
       HTTP_HEADERS_TIMEOUT_MS: '1000',
       HTTP_REQUEST_TIMEOUT_MS: '2000',
@@ -91,13 +92,26 @@ test.serial(
       role: 'BUYER',
     });
     socket.write(
-      `POST /api/v1/auth/signup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      `POST /api/v1/auth/signup HTTP/1.1\r\nHost: x\r\nX-Request-Id: slow-body-${process.pid}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
     );
     socket.write(body.slice(0, 10));
     await new Promise((resolve) => socket.once('end', resolve)); // the 408, after HTTP_REQUEST_TIMEOUT_MS
     t.regex(text(), /^HTTP\/1\.1 408 /);
     // The request line had arrived: the body names its path.
-    t.like(parseAnswer(text()).body, { status: 408, code: 'REQUEST_TIMEOUT', path: '/api/v1/auth/signup' });
+    const answer = parseAnswer(text());
+    t.like(answer.body, { status: 408, code: 'REQUEST_TIMEOUT', path: '/api/v1/auth/signup' });
+    // The app had begun the request: the 408 keeps its id, and so does the access log's line for it.
+    t.is(answer.headers['x-request-id'], `slow-body-${process.pid}`);
+    t.is(answer.body.requestId, `slow-body-${process.pid}`);
+    const accessLine = () =>
+      app.logs.lines.find((line) => line.includes(`[slow-body-${process.pid}] [HttpLogger]`)) ?? '';
+    await until(
+      () => accessLine() !== '',
+      2000,
+      () => app.logs.text,
+    );
+    t.regex(accessLine(), /POST \/api\/v1\/auth\/signup 408 /, 'the status the client got');
     socket.write(body.slice(10)); // the rest of the body, too late
     await new Promise((resolve) => setTimeout(resolve, 500));
     t.is((await app.db('members').where('email', JSON.parse(body).email)).length, 0);
