@@ -22,6 +22,7 @@ import { createDb, type Db } from '../lib/db';
 import { encodeCursor } from '../lib/products/cursor';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
 import { explainCatalog, planTable, type PlanRow } from './lib/catalog-explain';
+import { dbName, type BenchDb } from './lib/db-flag';
 import { cpuMicros, reapedChildrenCpuMicros } from './lib/metrics';
 import { ROOT, startChild, startScriptFlags, type Child } from './lib/processes';
 import { startRunInfo } from './lib/run-info';
@@ -30,7 +31,7 @@ import { runWrk, wrkAvailable } from './lib/wrk';
 type Generator = 'wrk' | 'autocannon';
 
 interface Options {
-  db: 'mysql' | 'sqlite';
+  db: BenchDb;
   /** SQLite: the service's DATA_DIR, holding the bench database (seeded once, reused). */
   dataDir: string;
   products: number;
@@ -74,12 +75,9 @@ function parseArgs(argv: string[]): Options {
         o[flag.slice(2) as 'products' | 'duration' | 'warmup' | 'connections'] = n;
         break;
       }
-      case '--db': {
-        const db = value();
-        if (db !== 'mysql' && db !== 'sqlite') throw new Error('--db is mysql or sqlite');
-        o.db = db;
+      case '--db':
+        o.db = dbName(value());
         break;
-      }
       case '--data-dir':
         o.dataDir = value();
         break;

@@ -37,6 +37,7 @@ import { cachedDocument } from '../lib/cached-document';
 import { pageEnvelope } from '../lib/http/pagination';
 import { startService } from '../lib/server';
 import { ensureMysqlDatabase, fillCatalog } from './lib/catalog-fill';
+import { dbName, type BenchDb } from './lib/db-flag';
 import { loadInWorker } from './lib/load-worker';
 import { machineTicks } from './lib/metrics';
 import { ROOT, startScriptFlags } from './lib/processes';
@@ -45,7 +46,7 @@ import { address as ORDER_ADDRESS } from './lib/order-world';
 import { createTokenService } from '../lib/auth/tokens';
 
 interface Options {
-  db: 'sqlite' | 'mysql';
+  db: BenchDb;
   products: number;
   rounds: number;
   duration: number;
@@ -94,11 +95,8 @@ function parseArgs(argv: string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => inline ?? argv[++i];
-    if (flag === '--db') {
-      const db = value();
-      if (db !== 'sqlite' && db !== 'mysql') throw new Error('--db is sqlite or mysql');
-      o.db = db;
-    } else if (flag === '--data-dir') o.dataDir = value();
+    if (flag === '--db') o.db = dbName(value());
+    else if (flag === '--data-dir') o.dataDir = value();
     else if (flag === '--database-url') o.databaseUrl = value();
     else if (flag === '--yield-queries') o.yieldQueries = true;
     else if (flag === '--own-node-flags') o.ownNodeFlags = true;
