@@ -373,7 +373,7 @@ test('a client that stops sending its body is a 400 in the access log, not an ER
     ours().join('\n'),
   );
   t.false(
-    ours().some((line) => line.includes('ERROR')),
+    ours().some((line) => line.includes('[ERROR]')),
     ours().join('\n'),
   );
 });
