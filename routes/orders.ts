@@ -54,7 +54,7 @@ export function orderRoutes(services: Pick<Services, 'orders' | 'orderDiagram'>)
           [404, 'NOT_FOUND: an unknown or deleted product'],
           [
             409,
-            "INSUFFICIENT_STOCK (naming the product), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After), ORDER_LIMIT_EXCEEDED (an operator cap, off by default, naming the limit: pending orders per buyer, or units of one product in the buyer's PENDING and CONFIRMED orders)",
+            "INSUFFICIENT_STOCK (naming the product; also a SOLD_OUT product, whose stock is 0), PRODUCT_NOT_ON_SALE (a DRAFT product), IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS (with Retry-After), ORDER_LIMIT_EXCEEDED (an operator cap, off by default, naming the limit: pending orders per buyer, or units of one product in the buyer's PENDING and CONFIRMED orders)",
             RETRY_AFTER_IN_PROGRESS,
           ],
           415,

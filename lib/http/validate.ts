@@ -3,7 +3,8 @@
 import * as yup from 'yup';
 import { ValidationError, type FieldError } from '../errors';
 
-function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
+function fieldErrors(err: yup.ValidationError, where: Where): FieldError[] {
+  const prefix = where === 'body' ? '' : `${where}.`;
   const inner = err.inner.length > 0 ? err.inner : [err];
   const out: FieldError[] = [];
   for (const e of inner) {
@@ -16,7 +17,8 @@ function fieldErrors(err: yup.ValidationError, prefix: string): FieldError[] {
       for (const key of unknown) out.push({ field: `${prefix}${base}${key}`, message: 'unknown field' });
       continue;
     }
-    const field = `${prefix}${e.path ?? ''}` || prefix.replace(/\.$/, '');
+    // A test of the whole object (a PATCH with no field) names the object: "body", "query".
+    const field = e.path ? `${prefix}${e.path}` : where;
     // One entry per field: a value of the wrong type also fails oneOf(), which would only repeat it.
     if (out.some((known) => known.field === field)) continue;
     out.push({ field, message: e.errors[0] ?? e.message });
@@ -167,8 +169,7 @@ const ASYNC_TEST = /returned a Promise during a synchronous validate/;
 
 function toValidationError(err: unknown, where: Where): unknown {
   if (!(err instanceof yup.ValidationError)) return err;
-  const prefix = where === 'body' ? '' : `${where}.`;
-  return new ValidationError(`Invalid request ${where}`, fieldErrors(err, prefix));
+  return new ValidationError(`Invalid request ${where}`, fieldErrors(err, where));
 }
 
 /**

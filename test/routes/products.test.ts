@@ -238,6 +238,7 @@ test('PATCH status rules: DRAFT <-> ON_SALE, stock 0 -> SOLD_OUT, stock back -> 
   }
   const empty = await patch(id, {});
   assertError(t, empty, 400, 'VALIDATION_ERROR');
+  t.deepEqual(empty.body.errors, [{ field: 'body', message: 'at least one field must be given' }]);
   const unknown = await patch(id, { salesCount: 100 });
   assertError(t, unknown, 400, 'VALIDATION_ERROR');
   t.deepEqual(unknown.body.errors, [{ field: 'salesCount', message: 'unknown field' }]);
