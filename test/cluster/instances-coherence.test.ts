@@ -1,6 +1,6 @@
 // Three real server processes on one database and one cluster: what one instance changes, every instance
-// shows within 1 s (product edits, a new category, DRAFT and DELETED products, a password change ending the old
-// access tokens; the same ETags), orders on any instance after an edit's 200 are charged the new price and name,
+// shows within 1 s (product edits, a new category, DRAFT and DELETED products, stock a cancellation gave back, a
+// password change ending the old access tokens; the same ETags), orders on any instance after an edit's 200 are charged the new price and name,
 // the login throttle is one for all of them (also across a restart), and each outbox event is delivered once
 // across every process.
 import test, { type ExecutionContext } from 'ava';
@@ -203,6 +203,50 @@ natsTest(
         `round ${round}, ordered through ${names[via]}, owner ${owner}`,
       );
     }
+  },
+);
+
+natsTest(
+  'a cancellation on an instance that does not own the product gives its stock back everywhere within 1 s',
+  async (t) => {
+    const owners = await world.settled();
+    const productId = await world.product(seller.id, categoryId, { stock: 1 });
+    const owner = world
+      .running()
+      .find((i) => world.instances[i].name === owners.get(shardOf(productId, 64)))!;
+    const other = world.running().find((i) => i !== owner)!;
+    const path = `/api/v1/products/${productId}`;
+    const placed = await world.placeOrder(owner, buyer.token, orderBody([{ productId, quantity: 1 }]));
+    t.is(placed.status, 201, placed.text);
+    const soldOut = await world.placeOrder(other, buyer.token, orderBody([{ productId, quantity: 1 }]));
+    t.like(soldOut.body, { status: 409, code: 'INSUFFICIENT_STOCK' });
+    for (const i of world.running())
+      t.like((await world.request(i, 'GET', path)).body, { stockQuantity: 0, status: 'SOLD_OUT' });
+
+    // Cancelled where the product's actor does not live: the owner learns of the stock only through the cluster.
+    const cancelled = await world.request(
+      other,
+      'POST',
+      `/api/v1/orders/${placed.body.orders[0].id}/cancel`,
+      { token: buyer.token },
+    );
+    const since = Date.now();
+    t.is(cancelled.status, 200, cancelled.text);
+    t.is(cancelled.body.status, 'CANCELLED');
+    await visibleEverywhere(
+      world.running(),
+      since,
+      async (i) => {
+        const res = await world.request(i, 'GET', path);
+        return res.body.stockQuantity === 1 && res.body.status === 'ON_SALE';
+      },
+      'the restored stock',
+    );
+    // Sold again, through the owner's actor, from either instance.
+    const again = await world.placeOrder(other, buyer.token, orderBody([{ productId, quantity: 1 }]));
+    t.is(again.status, 201, again.text);
+    const row = await world.db('products').where('id', productId).first('stock_quantity', 'sales_count');
+    t.deepEqual({ stock: Number(row.stock_quantity), sold: Number(row.sales_count) }, { stock: 0, sold: 1 });
   },
 );
 
