@@ -1,5 +1,7 @@
 // App events across instances on `<prefix>.events.<name>`, each carrying the instance it came from. Every
-// event reaches every subscriber, this instance's own included (marked `own`): the app decides what to skip.
+// event reaches every subscriber, this instance's own included (marked `own`): the app decides what to skip. `own`
+// is decided on the sending process (instance id and incarnation), not the instance id: a replacement started under
+// a stalled process's id must not skip that process's changes, nor it the replacement's.
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../logger';
 
@@ -20,8 +22,11 @@ export function createClusterEvents(deps: {
   nc: NatsConnection;
   prefix: string;
   instanceId: string;
+  /** This process (owner-map.ts's processAddress); the instance id by default. */
+  address?: string;
   logger: Logger;
 }) {
+  const address = deps.address ?? deps.instanceId;
   const log = deps.logger.child({ component: 'ClusterEvents' });
   const subject = (name: string) => {
     if (!EVENT_NAME.test(name)) throw new TypeError(`Bad cluster event name: ${name}`);
@@ -39,7 +44,13 @@ export function createClusterEvents(deps: {
       try {
         deps.nc.publish(
           to,
-          JSON.stringify({ name, payload, origin: deps.instanceId, at: new Date().toISOString() }),
+          JSON.stringify({
+            name,
+            payload,
+            origin: deps.instanceId,
+            sender: address,
+            at: new Date().toISOString(),
+          }),
         );
       } catch (err) {
         log.warn({ err }, `A ${name} event could not be published`);
@@ -59,8 +70,8 @@ export function createClusterEvents(deps: {
           }
           let event: ClusterEvent<P>;
           try {
-            const body = msg.json<Omit<ClusterEvent<P>, 'own'>>();
-            event = { ...body, own: body.origin === deps.instanceId };
+            const { sender, ...body } = msg.json<Omit<ClusterEvent<P>, 'own'> & { sender?: string }>();
+            event = { ...body, own: sender === address };
           } catch (err) {
             log.warn({ err }, `Malformed ${name} event ignored`);
             return;

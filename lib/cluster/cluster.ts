@@ -5,6 +5,7 @@
 //   await cluster.start();            // joins; shards arrive through onShardAcquired
 //   cluster.isOwner(productId) / cluster.request(productId, payload) / publish / subscribe
 //   await cluster.close();            // hands every shard over at once (graceful shutdown)
+import crypto from 'node:crypto';
 import { jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -13,7 +14,7 @@ import type { Logger } from '../logger';
 import { createClusterEvents, type ClusterEventHandler } from './cluster-events';
 import { createForwarder, type ShardHandler } from './forwarding';
 import { connectNats } from './nats-connection';
-import { createOwnerMap, type OwnerMap } from './owner-map';
+import { createOwnerMap, processAddress, type OwnerMap } from './owner-map';
 import { createOwnership } from './ownership';
 import { shardOf } from './shards';
 
@@ -54,6 +55,9 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     logger: deps.logger,
   });
   const { nc } = connection;
+  // This process, told apart from any other that runs or ran under the same instance id (a replacement).
+  const incarnation = crypto.randomUUID();
+  const address = processAddress(config.instanceId, incarnation);
   let ownership: ReturnType<typeof createOwnership>;
   let ownerMap: OwnerMap;
   try {
@@ -76,6 +80,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
       jsm,
       buckets: names,
       config,
+      incarnation,
       logger: deps.logger,
     });
   } catch (err) {
@@ -87,6 +92,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     nc,
     prefix: config.prefix,
     instanceId: config.instanceId,
+    address,
     requestTimeoutMs: config.requestTimeoutMs,
     // Balancing runs every half renewal period: a released shard is claimed within that (plus the claim).
     handoverWaitMs: Math.min(config.requestTimeoutMs, Math.ceil(config.renewMs * 0.6)),
@@ -94,7 +100,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     shardOf: shardOfProduct,
     owns: ownership.owns,
     connected: connection.isConnected,
-    ownerOf: ownerMap.ownerOf,
+    ownerOf: ownerMap.addressOf,
     ownerGone: ownerMap.forget,
     logger: deps.logger,
   });
@@ -103,6 +109,7 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
     nc,
     prefix: config.prefix,
     instanceId: config.instanceId,
+    address,
     logger: deps.logger,
   });
   // The forwarder's own listeners come first: a shard's subject is answered exactly while it is owned.

@@ -1,7 +1,9 @@
 // Forwarding to a shard's owner. Each instance answers two kinds of subject:
 //  - `<prefix>.shard.<n>` for every shard it owns (queue group, so a request is answered once even while an
 //    old and a new owner briefly overlap): envelope v2, the requests for that one shard;
-//  - `<prefix>.owner.<instanceId>`, its own, from the start: envelope v3, requests for any of its shards, each
+//  - `<prefix>.owner.<address>`, its own, from the start (the address is the instance id and this process's
+//    incarnation: a replacement started under a stalled process's id has a subject of its own, so no message
+//    reaches both and runs twice): envelope v3, requests for any of its shards, each
 //    item naming its shard. A caller learns who owns which shard from the shards bucket (owner-map.ts, a KV
 //    watch) and sends there what it forwards to several shards of one owner: ONE message per owner per turn.
 // A caller that owns the shard itself runs the handler in place. The requests a caller forwards within one
@@ -79,6 +81,8 @@ export interface ForwarderDeps {
   nc: NatsConnection;
   prefix: string;
   instanceId: string;
+  /** The token of this process's own subject (owner-map.ts's processAddress); the instance id by default. */
+  address?: string;
   requestTimeoutMs: number;
   /** How long a request for an unowned shard keeps asking before its 503 (about one balancing round). */
   handoverWaitMs: number;
@@ -88,15 +92,16 @@ export interface ForwarderDeps {
   owns(shard: number): boolean;
   /** While NATS is away a request would only wait for its timeout: refuse it at once. */
   connected(): boolean;
-  /** The owner map's hint (owner-map.ts); without it every request goes on its shard's subject. */
+  /** The owner map's hint: the owner's address (owner-map.ts); without it every request goes on its shard's subject. */
   ownerOf?(shard: number): string | null;
-  /** Told when an owner's subject had no responders (the instance is gone). */
-  ownerGone?(instanceId: string): void;
+  /** Told when an owner's subject had no responders (the process is gone). */
+  ownerGone?(address: string): void;
   logger: Logger;
 }
 
 export function createForwarder(deps: ForwarderDeps) {
   const { nc, instanceId } = deps;
+  const address = deps.address ?? instanceId;
   const log = deps.logger.child({ component: 'ClusterForwarder' });
   const subscriptions = new Map<number, Subscription>();
   let ownSubscription: Subscription | null = null;
@@ -435,7 +440,7 @@ export function createForwarder(deps: ForwarderDeps) {
     for (const item of items) {
       const owner = deps.ownerOf?.(item.shard) ?? null;
       // Unknown, or this instance (a shard it is acquiring or handing over): the shard's subject decides.
-      if (owner === null || owner === instanceId) {
+      if (owner === null || owner === address) {
         perShard.push(item);
         continue;
       }
@@ -455,7 +460,7 @@ export function createForwarder(deps: ForwarderDeps) {
     /** Starts answering this instance's own subject (requests for any shard it owns, refused for others). */
     async listen(): Promise<void> {
       if (ownSubscription) return;
-      ownSubscription = nc.subscribe(ownerSubject(instanceId), {
+      ownSubscription = nc.subscribe(ownerSubject(address), {
         callback: (err, msg) => {
           if (err) {
             log.warn({ err }, "Subscription to this instance's subject failed");

@@ -9,6 +9,8 @@ import { shardFromKey } from './shards';
 
 interface Entry {
   instanceId: string;
+  /** The process holding the lease: `<instanceId>.<incarnation>`, the token of its own subject (forwarding.ts). */
+  address: string;
   /** When the server stored the claim or renewal (its clock). */
   at: number;
 }
@@ -22,6 +24,9 @@ export interface OwnerMapDeps {
   now?: () => number;
 }
 
+/** One process of the cluster: its instance id and the incarnation its leases carry (ownership.ts). */
+export const processAddress = (instanceId: string, incarnation: string) => `${instanceId}.${incarnation}`;
+
 export function createOwnerMap(deps: OwnerMapDeps) {
   const log = deps.logger.child({ component: 'ClusterOwnerMap' });
   const now = deps.now ?? Date.now;
@@ -29,6 +34,17 @@ export function createOwnerMap(deps: OwnerMapDeps) {
   let watcher: Awaited<ReturnType<KV['watch']>> | null = null;
   let stopped = true;
   let running: Promise<void> | null = null;
+
+  /** The shard's entry, if its claim or renewal was seen within the lease TTL. */
+  function live(shard: number): Entry | null {
+    const entry = owners.get(shard);
+    if (!entry) return null;
+    if (now() - entry.at >= deps.ttlMs) {
+      owners.delete(shard);
+      return null;
+    }
+    return entry;
+  }
 
   function apply(entry: KvWatchEntry): void {
     const shard = shardFromKey(entry.key);
@@ -38,8 +54,14 @@ export function createOwnerMap(deps: OwnerMapDeps) {
       return;
     }
     try {
-      const { instanceId } = entry.json<{ instanceId: string }>();
-      if (typeof instanceId === 'string') owners.set(shard, { instanceId, at: entry.created.getTime() });
+      const { instanceId, incarnation } = entry.json<{ instanceId: string; incarnation: string }>();
+      if (typeof instanceId === 'string' && typeof incarnation === 'string')
+        owners.set(shard, {
+          instanceId,
+          address: processAddress(instanceId, incarnation),
+          at: entry.created.getTime(),
+        });
+      else owners.delete(shard);
     } catch {
       owners.delete(shard);
     }
@@ -77,18 +99,20 @@ export function createOwnerMap(deps: OwnerMapDeps) {
 
     /** The instance that held `shard`'s lease at its last claim or renewal, if that was within the lease TTL. */
     ownerOf(shard: number): string | null {
-      const entry = owners.get(shard);
-      if (!entry) return null;
-      if (now() - entry.at >= deps.ttlMs) {
-        owners.delete(shard);
-        return null;
-      }
-      return entry.instanceId;
+      return live(shard)?.instanceId ?? null;
     },
 
-    /** An instance nobody answers for (gone): its shards are unknown until their next claim is seen. */
-    forget(instanceId: string): void {
-      for (const [shard, entry] of owners) if (entry.instanceId === instanceId) owners.delete(shard);
+    /**
+     * The process that held it (`processAddress`): where the forwarder sends. Not the instance id: a replacement
+     * started under a stalled process's id shares the id, and a message both received would run on both.
+     */
+    addressOf(shard: number): string | null {
+      return live(shard)?.address ?? null;
+    },
+
+    /** A process nobody answers for (gone): its shards are unknown until their next claim is seen. */
+    forget(address: string): void {
+      for (const [shard, entry] of owners) if (entry.address === address) owners.delete(shard);
     },
 
     async stop(): Promise<void> {

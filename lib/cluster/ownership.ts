@@ -4,7 +4,6 @@
 // with M live members it holds at most ceil(shards / M), releasing its least preferred shards when members
 // join and claiming free shards (its most preferred first) when it is below its share, so a dead instance's
 // shards (expired leases) are taken within about TTL + half a period, and a rejoining one gets shards back.
-import crypto from 'node:crypto';
 import Emittery from 'emittery';
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -26,6 +25,8 @@ export interface OwnershipDeps {
   /** Creates the buckets again (gone if NATS restarted with another store, or someone deleted them). */
   recreateBuckets(): Promise<void>;
   config: Pick<ClusterConfig, 'instanceId' | 'shards' | 'leaseTtlMs' | 'renewMs'>;
+  /** This process among those that ever ran under its instance id (a random UUID per start). */
+  incarnation: string;
   logger: Logger;
 }
 
@@ -39,7 +40,7 @@ export function createOwnership(deps: OwnershipDeps) {
   // The leases' value names this process, not only its instance id (which a replacement started under the same id
   // shares): a lease table adopts or takes back a key holding its own value (lease-table.ts), and must never take
   // what another process holds, a former one's leftover or a replacement's claim.
-  const value = JSON.stringify({ instanceId, incarnation: crypto.randomUUID() });
+  const value = JSON.stringify({ instanceId, incarnation: deps.incarnation });
   /** Shards being handed over: no longer served, their key not yet deleted. */
   const releasing = new Set<number>();
   /** Shards just claimed whose acquired listeners (subscription, app) are still running: not served yet. */

@@ -1,9 +1,26 @@
 // A process that stalls past its leases (SIGSTOP on a real child process) while a replacement starts under the same
 // CLUSTER_INSTANCE_ID and takes every shard: when the old one resumes it must not adopt or take back the
 // replacement's keys, though they hold its instance id. The leases' value names the process (an incarnation), so
-// the old one finds another process's value and lets go; no shard ever has two owners.
-import type { Cluster } from '../../lib/cluster/cluster';
-import { cleanup, natsTest, spawnNode, startNode, uniquePrefix, until, untilOwns } from './cluster-fixtures';
+// the old one finds another process's value and lets go; no shard ever has two owners. Requests forwarded by owner
+// go to the process's own subject (instance id and incarnation), so the resumed one never receives them.
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
+import { createClusterEvents } from '../../lib/cluster/cluster-events';
+import { createForwarder } from '../../lib/cluster/forwarding';
+import { createOwnerMap, processAddress } from '../../lib/cluster/owner-map';
+import {
+  cleanup,
+  forwarderSettings,
+  NATS_URL,
+  natsTest,
+  quietLogger,
+  spawnNode,
+  startNode,
+  uniquePrefix,
+  until,
+  untilOwns,
+} from './cluster-fixtures';
 
 const SHARDS = 4;
 const TTL_MS = 1500;
@@ -50,10 +67,96 @@ natsTest(
       t.is(overlaps, 0, 'samples with a shard owned by both processes');
       t.deepEqual(old.owned, [], 'the resumed process owns nothing');
       t.deepEqual(replacement.ownedShards(), [0, 1, 2, 3], 'the replacement keeps every shard');
+
+      // Requests another instance forwards by owner reach the replacement alone: the resumed process still listens
+      // under the same instance id, and a message both received would run here and again after its "moved" answer.
+      const runs = new Map<number, number>();
+      replacement.serve(async ({ productId }) => {
+        runs.set(productId, (runs.get(productId) ?? 0) + 1);
+        return { servedBy: 'replacement' };
+      });
+      const nc = await connect({ servers: NATS_URL });
+      const owners = createOwnerMap({
+        kv: await new Kvm(nc).open(bucketNames(prefix).shards),
+        ttlMs: TTL_MS,
+        logger: quietLogger(),
+      });
+      try {
+        owners.start();
+        await until(
+          () => [0, 1, 2, 3].every((shard) => owners.addressOf(shard) !== null),
+          3000,
+          () => 'the owner map never learnt every shard',
+        );
+        const caller = createForwarder({
+          ...forwarderSettings(prefix),
+          shardOf: (id: number) => id % SHARDS,
+          nc,
+          instanceId: 'caller',
+          owns: () => false,
+          ownerOf: owners.addressOf,
+          ownerGone: owners.forget,
+        });
+        const products = Array.from({ length: 8 }, (_, n) => 100 + n);
+        const answers = await Promise.all(products.map((id) => caller.request(id, {})));
+        t.true(answers.every((answer) => (answer as { servedBy: string }).servedBy === 'replacement'));
+        t.deepEqual(
+          products.map((id) => runs.get(id)),
+          products.map(() => 1),
+          'each forwarded request ran once',
+        );
+      } finally {
+        await owners.stop();
+        await nc.close();
+      }
     } finally {
       child.kill('SIGCONT');
       child.kill('SIGKILL');
       await cleanup(prefix, [replacement]);
+    }
+  },
+);
+
+natsTest(
+  "two processes under one instance id do not take each other's change events for their own",
+  async (t) => {
+    const prefix = uniquePrefix('same-id-events');
+    const connections = [await connect({ servers: NATS_URL }), await connect({ servers: NATS_URL })];
+    try {
+      const [stalled, replacement] = connections.map((nc, i) =>
+        createClusterEvents({
+          nc,
+          prefix,
+          instanceId: 'pod-0',
+          address: processAddress('pod-0', `incarnation-${i}`),
+          logger: quietLogger(),
+        }),
+      );
+      const seen: Array<{ by: string; own: boolean; origin: string }> = [];
+      await stalled.subscribe(
+        'productsChanged',
+        ({ own, origin }) => void seen.push({ by: 'stalled', own, origin }),
+      );
+      await replacement.subscribe(
+        'productsChanged',
+        ({ own, origin }) => void seen.push({ by: 'replacement', own, origin }),
+      );
+      replacement.publish('productsChanged', { productIds: [7] });
+      await until(
+        () => seen.length === 2,
+        3000,
+        () => JSON.stringify(seen),
+      );
+      t.deepEqual(
+        seen.sort((a, b) => a.by.localeCompare(b.by)),
+        [
+          { by: 'replacement', own: true, origin: 'pod-0' },
+          { by: 'stalled', own: false, origin: 'pod-0' },
+        ],
+        'the stalled process drops its copies of what the replacement changed',
+      );
+    } finally {
+      await Promise.all(connections.map((nc) => nc.close()));
     }
   },
 );
