@@ -40,7 +40,8 @@ export function createOwnership(deps: OwnershipDeps) {
   // The leases' value names this process, not only its instance id (which a replacement started under the same id
   // shares): a lease table adopts or takes back a key holding its own value (lease-table.ts), and must never take
   // what another process holds, a former one's leftover or a replacement's claim.
-  const value = JSON.stringify({ instanceId, incarnation: deps.incarnation });
+  // It also says how this process maps products to shards: a member with another count is refused at start.
+  const value = JSON.stringify({ instanceId, incarnation: deps.incarnation, shards });
   /** Shards being handed over: no longer served, their key not yet deleted. */
   const releasing = new Set<number>();
   /** Shards just claimed whose acquired listeners (subscription, app) are still running: not served yet. */
@@ -219,12 +220,36 @@ export function createOwnership(deps: OwnershipDeps) {
     run();
   }
 
+  /**
+   * Refuses to join members that map products to shards another way: with two shard counts one product's shard
+   * has two owners, one under each count. Checked against the members alive now (two instances starting together
+   * with different counts are not caught).
+   */
+  async function checkShardCount(): Promise<void> {
+    for (const key of (await bucketState(jsm, buckets.members)).keys) {
+      const entry = await membersKv.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      let theirs: unknown;
+      try {
+        theirs = entry.json<{ shards?: unknown }>().shards;
+      } catch {
+        continue;
+      }
+      if (typeof theirs === 'number' && theirs !== shards) {
+        throw new Error(
+          `Cluster member ${key} runs with CLUSTER_SHARDS=${theirs}, this instance with ${shards}: every instance of a cluster needs the same CLUSTER_SHARDS`,
+        );
+      }
+    }
+  }
+
   return {
     events,
     owns,
     ownedShards,
     /** Joins the cluster: registers as a member, then renews and balances every renewal period. */
     async start(): Promise<void> {
+      await checkShardCount();
       if (!(await memberLeases.claim(instanceId, value))) {
         throw new Error(`Cluster member ${instanceId} already exists: instance ids must be unique`);
       }

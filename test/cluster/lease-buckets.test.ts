@@ -1,13 +1,23 @@
 // The lease buckets a cluster finds already made (lib/cluster/cluster.ts, openBucket): one with another lease TTL
 // is refused at start (every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS), and one an older version
-// made in memory is used as it is, with a warning that a NATS restart wipes its leases.
+// made in memory is used as it is, with a warning that a NATS restart wipes its leases. An instance whose
+// CLUSTER_SHARDS differs from the live members' is refused at start (its shard n would be other products).
 import { StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { bucketNames, createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
 import { createLogger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
-import { clusterConfig, NATS_URL, natsTest, uniquePrefix, untilOwns } from './cluster-fixtures';
+import {
+  cleanup,
+  clusterConfig,
+  NATS_URL,
+  natsTest,
+  startNode,
+  uniquePrefix,
+  until,
+  untilOwns,
+} from './cluster-fixtures';
 
 /** Makes the shards bucket of `prefix` beforehand, as another instance or an older version left it. */
 async function makeShardsBucket(
@@ -40,6 +50,40 @@ natsTest('a lease bucket with another TTL is refused at start, naming CLUSTER_LE
     await destroyClusterBuckets(NATS_URL, prefix);
   }
 });
+
+natsTest(
+  'an instance with another CLUSTER_SHARDS than the live members is refused at start; one with the same joins',
+  async (t) => {
+    const prefix = uniquePrefix('shard-count');
+    const nodes: Cluster[] = [];
+    const node = async (instanceId: string, shards: string) => {
+      const started = await startNode(prefix, instanceId, { CLUSTER_SHARDS: shards });
+      nodes.push(started);
+      return started;
+    };
+    try {
+      const first = await node('a', '4');
+      await first.start();
+      await untilOwns(first, 4, 5000);
+      const other = await node('b', '8');
+      await t.throwsAsync(other.start(), {
+        message:
+          'Cluster member a runs with CLUSTER_SHARDS=4, this instance with 8: every instance of a cluster needs the same CLUSTER_SHARDS',
+      });
+      t.deepEqual(other.ownedShards(), [], 'it claimed nothing');
+      t.deepEqual(first.ownedShards(), [0, 1, 2, 3]);
+      const same = await node('c', '4');
+      await same.start();
+      await until(
+        () => first.ownedShards().length === 2 && same.ownedShards().length === 2,
+        10_000,
+        () => `a owns ${first.ownedShards()}, c owns ${same.ownedShards()}`,
+      );
+    } finally {
+      await cleanup(prefix, nodes);
+    }
+  },
+);
 
 natsTest(
   'a lease bucket kept in memory is used as it is, with a warning, and the node owns its shards',
