@@ -121,6 +121,8 @@ export async function createCluster(deps: { config: ClusterConfig; logger: Logge
 
   return {
     instanceId: config.instanceId,
+    /** This process: its instance id and incarnation, the token of its own subject (`<prefix>.owner.<address>`). */
+    address,
     shards: config.shards,
     /** Joins the cluster: its own subject and the owner map first, then membership and its fair share of shards. */
     async start(): Promise<void> {

@@ -353,8 +353,26 @@ export function createForwarder(deps: ForwarderDeps) {
       split(
         list,
         (item) => item.json,
-        (batch) => void sendToShard(shard, batch),
+        (batch) => settleAll(batch, sendToShard(shard, batch)),
       );
+  }
+
+  /**
+   * A sender's last resort: what it throws (an answer of an unexpected shape, from another version) fails its
+   * batch's requests still unsettled, never the process (a rejected promise nobody handles ends it).
+   */
+  function settleAll(batch: Queued[], sending: Promise<void>): void {
+    sending.catch((err: unknown) => {
+      log.error({ err }, 'A forwarded batch failed on an unexpected answer');
+      // An answer came back, so the owner may have run them: a retry with the same Idempotency-Key is exact.
+      for (const item of batch)
+        item.reject(
+          new OwnerDidNotAnswerError(
+            `Shard ${item.shard} answered in a form this instance does not read; please retry`,
+            deps.retryAfterSeconds,
+          ),
+        );
+    });
   }
 
   const ownerJson = (item: Queued) => `{"shard":${item.shard},${item.json.slice(1)}`;
@@ -449,7 +467,8 @@ export function createForwarder(deps: ForwarderDeps) {
       else byOwner.set(owner, [item]);
     }
     sendPerShard(perShard);
-    for (const [owner, list] of byOwner) split(list, ownerJson, (batch) => void sendToOwner(owner, batch));
+    for (const [owner, list] of byOwner)
+      split(list, ownerJson, (batch) => settleAll(batch, sendToOwner(owner, batch)));
   }
 
   return {

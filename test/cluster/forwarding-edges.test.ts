@@ -9,7 +9,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { ExecutionContext } from 'ava';
 import { ServiceUnavailableError } from '../../lib/errors';
-import { createForwarder } from '../../lib/cluster/forwarding';
+import { createForwarder, OwnerDidNotAnswerError } from '../../lib/cluster/forwarding';
 import { bucketNames, type Cluster } from '../../lib/cluster/cluster';
 import { liveKeys } from '../../lib/cluster/lease-table';
 import {
@@ -54,12 +54,16 @@ async function leaveWhileForwardedRequestRuns(t: ExecutionContext, viaOwner: boo
     );
     const nc = await connect({ servers: NATS_URL });
     connections.push(nc);
+    const unanswered: string[] = [];
     const caller = createForwarder({
       ...forwarderSettings(prefix, { requestTimeoutMs: 5000 }),
       nc,
       instanceId: 'caller',
       owns: () => false,
-      ...(viaOwner ? { ownerOf: () => node.instanceId } : {}),
+      // Through the owner's subject: nobody answering it (a wrong address) would fall back to the shard's.
+      ...(viaOwner
+        ? { ownerOf: () => node.address, ownerGone: (gone: string) => void unanswered.push(gone) }
+        : {}),
     });
     const productId = productIn(5);
     const forwarded = caller.request(productId, {});
@@ -81,6 +85,7 @@ async function leaveWhileForwardedRequestRuns(t: ExecutionContext, viaOwner: boo
     t.false(closed);
     open();
     t.deepEqual(await forwarded, { productId, origin: 'caller' });
+    t.deepEqual(unanswered, [], 'no owner subject went unanswered');
     await closing;
     t.false((await liveKeys(jsm, shardsBucket)).includes('shard-5'), 'released once it was answered');
   } finally {
@@ -206,6 +211,41 @@ natsTest(
       t.deepEqual([...servedBy].sort(), ['node-a', 'node-b']);
     } finally {
       await cleanup(prefix, [...nodes, front]);
+    }
+  },
+);
+
+natsTest(
+  'an answer of a shape this version does not read fails its requests as outcome unknown (503), never the process',
+  async (t) => {
+    const prefix = uniquePrefix('malformed');
+    const connections = [await connect({ servers: NATS_URL }), await connect({ servers: NATS_URL })];
+    try {
+      const [owner, callerNc] = connections;
+      // An owner of another version: a reply that is not an object, and one whose item is not one.
+      owner.subscribe(`${prefix}.shard.3`, { callback: (_err, msg) => void msg.respond('null') });
+      owner.subscribe(`${prefix}.owner.other`, {
+        callback: (_err, msg) => void msg.respond('{"v":3,"ok":true,"items":[null]}'),
+      });
+      await owner.flush();
+      const caller = createForwarder({
+        ...forwarderSettings(prefix),
+        nc: callerNc,
+        instanceId: 'caller',
+        owns: () => false,
+        ownerOf: (shard) => (shard === 4 ? 'other' : null),
+      });
+      for (const shard of [3, 4]) {
+        const error = await t.throwsAsync(caller.request(productIn(shard), {}), {
+          instanceOf: OwnerDidNotAnswerError,
+          message: new RegExp(
+            `^Shard ${shard} (did not answer|answered in a form this instance does not read); please retry$`,
+          ),
+        });
+        t.is(error?.retryAfterSeconds, 4);
+      }
+    } finally {
+      await Promise.all(connections.map((nc) => nc.close()));
     }
   },
 );
