@@ -4,9 +4,12 @@
 // would in one process: its actors decide and its group commit batches it with the owner's other requests. The
 // request crosses NATS as JSON and the owner runs its own writer of the same name. Everything else stays local:
 // the SQL guard keeps stock exact whatever any instance's actors believe, and change events published over NATS
-// make other instances' actors re-read.
+// make other instances' actors re-read. A product write or a cancellation made on an instance that does not own
+// the product also asks the owner to re-read before its client hears back: the owner's actor, which decides
+// alone, would otherwise refuse an order for the stock given back until the change event reaches it.
 import { CommitOutcomeUnknownError } from '../errors';
 import { OwnerDidNotAnswerError } from '../cluster/forwarding';
+import type { Logger } from '../logger';
 import type { Inventory, StockRequest, StockWriter } from './inventory';
 import type { StockRegistry } from '../../actors/registry';
 
@@ -28,6 +31,12 @@ interface PlacePayload {
   request: StockRequest<unknown>;
 }
 
+/** The product changed in the database behind its owner's actor: re-read it before deciding again. */
+interface ReloadPayload {
+  op: 'reload';
+  productId: number;
+}
+
 export interface ClusteredInventoryDeps {
   /** This instance's actor inventory: runs what this instance owns. */
   local: Inventory & { registry: StockRegistry };
@@ -40,11 +49,30 @@ export interface ClusteredInventoryDeps {
    * must not read the old stock here.
    */
   changedElsewhere(productIds: number[]): Promise<void>;
+  logger: Logger;
 }
 
 export function createClusteredInventory(deps: ClusteredInventoryDeps) {
   const { local, router } = deps;
   const writers = new Map(deps.writers.map((writer) => [writer.name, writer]));
+
+  /**
+   * Asks the owners of the products this instance does not own to re-read them, and waits for their answer (at
+   * most the forwarding's own bounds). Never rejects: the change committed, and the change event, then the actors'
+   * idle expiry, remain the owner's other ways to learn of it.
+   */
+  async function reloadOnOwners(productIds: number[]): Promise<void> {
+    const elsewhere = [...new Set(productIds)].filter((productId) => !router.isOwner(productId));
+    await Promise.all(
+      elsewhere.map((productId) =>
+        router
+          .request(productId, { op: 'reload', productId } satisfies ReloadPayload)
+          .catch((err: unknown) =>
+            deps.logger.warn({ err }, `Asking the owner of product ${productId} to re-read it failed`),
+          ),
+      ),
+    );
+  }
 
   const inventory: Inventory & {
     handle(payload: unknown): Promise<unknown>;
@@ -82,23 +110,34 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
       }
     },
 
-    /** The owner's side of `place` (served on the shard's subject). */
-    handle(payload: unknown): Promise<unknown> {
-      const { op, writer, request } = payload as PlacePayload;
-      const named = writers.get(writer);
-      if (op !== 'place' || !named) throw new Error(`Unknown inventory request ${op} (${writer})`);
-      return local.place(request, named);
+    /** The owner's side of `place` and `reload` (served on the shard's subject). */
+    async handle(payload: unknown): Promise<unknown> {
+      const message = payload as PlacePayload | ReloadPayload;
+      if (message.op === 'reload' && Number.isSafeInteger(message.productId)) {
+        local.registry.reload(message.productId);
+        return null;
+      }
+      const named = message.op === 'place' ? writers.get(message.writer) : undefined;
+      if (message.op !== 'place' || !named)
+        throw new Error(`Unknown inventory request ${String(message.op)}`);
+      return local.place(message.request, named);
     },
 
     restore: (trx, changes, now) => local.restore(trx, changes, now),
 
-    // The local actors adopt the stock; the announcement reaches the owner's actor over NATS.
-    restored: (changes) => local.restored(changes),
+    // The local actors adopt the stock and the catalog hears of it; the owners re-read before the client hears back.
+    async restored(changes) {
+      await local.restored(changes);
+      await reloadOnOwners(changes.map((change) => change.productId));
+    },
 
-    changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T> {
+    async changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T> {
       // The owner serialises the write with its orders; elsewhere the write's own SQL guard suffices, and the
-      // catalog's change event makes the owner's actor re-read.
-      return router.isOwner(productId) ? local.changeProduct(productId, write) : write();
+      // owner re-reads the product after it.
+      if (router.isOwner(productId)) return local.changeProduct(productId, write);
+      const result = await write();
+      await reloadOnOwners([productId]);
+      return result;
     },
 
     /** A shard moved away: its idle actors stop (a new owner reads the database afresh). */

@@ -67,6 +67,7 @@ export function createInventory(deps: InventoryDeps): Inventory & Partial<ShardH
     local: inventory,
     router: deps.cluster,
     writers: deps.writers,
+    logger: deps.logger,
     // As the owner's own event will say (origin `remote`: not published again). The order stands whatever this does.
     changedElsewhere: (productIds) =>
       deps.catalog
