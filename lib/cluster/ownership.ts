@@ -222,11 +222,12 @@ export function createOwnership(deps: OwnershipDeps) {
 
   /**
    * Refuses to join members that map products to shards another way: with two shard counts one product's shard
-   * has two owners, one under each count. Checked against the members alive now (two instances starting together
-   * with different counts are not caught).
+   * has two owners, one under each count. Checked against the members alive now, before this instance claims its
+   * membership and again after (below).
    */
   async function checkShardCount(): Promise<void> {
     for (const key of (await bucketState(jsm, buckets.members)).keys) {
+      if (key === instanceId) continue;
       const entry = await membersKv.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
       let theirs: unknown;
@@ -252,6 +253,14 @@ export function createOwnership(deps: OwnershipDeps) {
       await checkShardCount();
       if (!(await memberLeases.claim(instanceId, value))) {
         throw new Error(`Cluster member ${instanceId} already exists: instance ids must be unique`);
+      }
+      // Again, now that this member shows: of two instances starting together with different counts, each claims
+      // before it reads, so the one that reads last sees the other (both may refuse). No shard is claimed before.
+      try {
+        await checkShardCount();
+      } catch (err) {
+        await memberLeases.release(instanceId);
+        throw err;
       }
       stopped = false;
       every(renewMs, 'Renewing leases', () =>

@@ -1,7 +1,8 @@
 // The lease buckets a cluster finds already made (lib/cluster/cluster.ts, openBucket): one with another lease TTL
 // is refused at start (every instance of a cluster needs the same CLUSTER_LEASE_TTL_MS), and one an older version
 // made in memory is used as it is, with a warning that a NATS restart wipes its leases. An instance whose
-// CLUSTER_SHARDS differs from the live members' is refused at start (its shard n would be other products).
+// CLUSTER_SHARDS differs from the live members' is refused at start (its shard n would be other products), also
+// when the two start at the same moment.
 import { StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
@@ -81,6 +82,37 @@ natsTest(
       );
     } finally {
       await cleanup(prefix, nodes);
+    }
+  },
+);
+
+natsTest(
+  'of two instances with different CLUSTER_SHARDS started at the same moment, at least one is refused',
+  async (t) => {
+    for (let round = 0; round < 3; round++) {
+      const prefix = uniquePrefix('shard-count-race');
+      const nodes: Cluster[] = [];
+      try {
+        nodes.push(await startNode(prefix, 'a', { CLUSTER_SHARDS: '4' }));
+        nodes.push(await startNode(prefix, 'b', { CLUSTER_SHARDS: '8' }));
+        const outcomes = await Promise.allSettled(nodes.map((node) => node.start()));
+        const refused = outcomes.flatMap((outcome, index) =>
+          outcome.status === 'rejected' ? [{ node: nodes[index], reason: outcome.reason as Error }] : [],
+        );
+        t.true(refused.length >= 1, `round ${round}: both started`);
+        for (const { node, reason } of refused) {
+          t.regex(
+            reason.message,
+            /^Cluster member [ab] runs with CLUSTER_SHARDS=(4|8), this instance with (4|8): every instance of a cluster needs the same CLUSTER_SHARDS$/,
+          );
+          t.deepEqual(node.ownedShards(), [], 'a refused instance claims nothing');
+        }
+        // A refused instance also gave its membership back: the one left (if any) ends up owning every shard.
+        const left = nodes.find((node) => !refused.some((entry) => entry.node === node));
+        if (left) await untilOwns(left, left.shards, 10_000, `round ${round}`);
+      } finally {
+        await cleanup(prefix, nodes);
+      }
     }
   },
 );
