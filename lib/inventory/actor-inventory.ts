@@ -21,6 +21,8 @@ export interface ActorInventoryOptions {
   onBatchCommitted?: (size: number) => void;
   /** A placement committed here (create-inventory.ts). */
   onPlaced?: () => void;
+  /** How long an actor refuses on a view it read before it reads again (actors/registry.ts; 100 ms by default). */
+  freshMs?: number;
 }
 
 export function createActorInventory(options: ActorInventoryOptions) {
@@ -30,6 +32,7 @@ export function createActorInventory(options: ActorInventoryOptions) {
     load: (productId) => groupCommit.read(() => loadProductView(db, productId)),
     logger: options.logger,
     idleMs: options.idleMs,
+    freshMs: options.freshMs,
   });
   const groupCommit = createGroupCommit({
     db,

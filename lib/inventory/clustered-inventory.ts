@@ -5,8 +5,9 @@
 // request crosses NATS as JSON and the owner runs its own writer of the same name. Everything else stays local:
 // the SQL guard keeps stock exact whatever any instance's actors believe, and change events published over NATS
 // make other instances' actors re-read. A product write or a cancellation made on an instance that does not own
-// the product also asks the owner to re-read before its client hears back: the owner's actor, which decides
-// alone, would otherwise refuse an order for the stock given back until the change event reaches it.
+// the product also asks the owner to re-read before its client hears back (a cancellation: also the owner of the
+// cart's first product, which decided the cart with actors of its own for every product of it): those actors
+// would otherwise refuse an order for the stock given back until the change event reaches them.
 import { CommitOutcomeUnknownError } from '../errors';
 import { OwnerDidNotAnswerError } from '../cluster/forwarding';
 import type { Logger } from '../logger';
@@ -31,10 +32,10 @@ interface PlacePayload {
   request: StockRequest<unknown>;
 }
 
-/** The product changed in the database behind its owner's actor: re-read it before deciding again. */
+/** The products changed in the database behind the actors of the instance asked: re-read before deciding again. */
 interface ReloadPayload {
   op: 'reload';
-  productId: number;
+  productIds: number[];
 }
 
 export interface ClusteredInventoryDeps {
@@ -57,20 +58,28 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
   const writers = new Map(deps.writers.map((writer) => [writer.name, writer]));
 
   /**
-   * Asks the owners of the products this instance does not own to re-read them, and waits for their answer (at
-   * most the forwarding's own bounds). Never rejects: the change committed, and the change event, then the actors'
-   * idle expiry, remain the owner's other ways to learn of it.
+   * Asks the instances whose actors decide these products, other than this one, to re-read them, and waits for
+   * their answers (at most the forwarding's own bounds): the owner of each product, and the owner of the lowest id,
+   * which decides carts of these products (`place`) with actors of its own for all of them. Never rejects: the
+   * change committed, and the change event, then the actors' freshness bound, remain their other ways to learn of
+   * it. Carts decided on other instances (a cart whose first product is another) learn of it those ways.
    */
-  async function reloadOnOwners(productIds: number[]): Promise<void> {
-    const elsewhere = [...new Set(productIds)].filter((productId) => !router.isOwner(productId));
+  async function reloadElsewhere(productIds: number[]): Promise<void> {
+    const ids = [...new Set(productIds)];
+    const first = Math.min(...ids);
     await Promise.all(
-      elsewhere.map((productId) =>
-        router
-          .request(productId, { op: 'reload', productId } satisfies ReloadPayload)
-          .catch((err: unknown) =>
-            deps.logger.warn({ err }, `Asking the owner of product ${productId} to re-read it failed`),
-          ),
-      ),
+      ids
+        .filter((productId) => !router.isOwner(productId))
+        .map((productId) =>
+          router
+            .request(productId, {
+              op: 'reload',
+              productIds: productId === first ? ids : [productId],
+            } satisfies ReloadPayload)
+            .catch((err: unknown) =>
+              deps.logger.warn({ err }, `Asking the owner of product ${productId} to re-read it failed`),
+            ),
+        ),
     );
   }
 
@@ -113,8 +122,9 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
     /** The owner's side of `place` and `reload` (served on the shard's subject). */
     async handle(payload: unknown): Promise<unknown> {
       const message = payload as PlacePayload | ReloadPayload;
-      if (message.op === 'reload' && Number.isSafeInteger(message.productId)) {
-        local.registry.reload(message.productId);
+      if (message.op === 'reload' && Array.isArray(message.productIds)) {
+        for (const productId of message.productIds)
+          if (Number.isSafeInteger(productId)) local.registry.reload(productId);
         return null;
       }
       const named = message.op === 'place' ? writers.get(message.writer) : undefined;
@@ -125,10 +135,11 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
 
     restore: (trx, changes, now) => local.restore(trx, changes, now),
 
-    // The local actors adopt the stock and the catalog hears of it; the owners re-read before the client hears back.
+    // The local actors adopt the stock and the catalog hears of it; the deciding instances re-read before the client
+    // hears back.
     async restored(changes) {
       await local.restored(changes);
-      await reloadOnOwners(changes.map((change) => change.productId));
+      if (changes.length > 0) await reloadElsewhere(changes.map((change) => change.productId));
     },
 
     async changeProduct<T>(productId: number, write: () => Promise<T>): Promise<T> {
@@ -136,7 +147,7 @@ export function createClusteredInventory(deps: ClusteredInventoryDeps) {
       // owner re-reads the product after it.
       if (router.isOwner(productId)) return local.changeProduct(productId, write);
       const result = await write();
-      await reloadOnOwners([productId]);
+      await reloadElsewhere([productId]);
       return result;
     },
 

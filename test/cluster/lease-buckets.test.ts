@@ -3,10 +3,11 @@
 // made in memory is used as it is, with a warning that a NATS restart wipes its leases. An instance whose
 // CLUSTER_SHARDS differs from the live members' is refused at start (its shard n would be other products), also
 // when the two start at the same moment.
-import { StorageType } from '@nats-io/jetstream';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { bucketNames, createCluster, destroyClusterBuckets, type Cluster } from '../../lib/cluster/cluster';
+import { liveKeys } from '../../lib/cluster/lease-table';
 import { createLogger } from '../../lib/logger';
 import { LogCollector } from '../helpers/harness';
 import {
@@ -19,6 +20,16 @@ import {
   until,
   untilOwns,
 } from './cluster-fixtures';
+
+/** The members of `prefix`'s cluster: the keys present in its members bucket. */
+async function memberKeys(prefix: string): Promise<string[]> {
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    return await liveKeys(await jetstreamManager(nc), bucketNames(prefix).members);
+  } finally {
+    await nc.close();
+  }
+}
 
 /** Makes the shards bucket of `prefix` beforehand, as another instance or an older version left it. */
 async function makeShardsBucket(
@@ -107,8 +118,10 @@ natsTest(
           );
           t.deepEqual(node.ownedShards(), [], 'a refused instance claims nothing');
         }
-        // A refused instance also gave its membership back: the one left (if any) ends up owning every shard.
+        // A refused instance gave its membership back before it failed: the one left (if any) is the only member
+        // and ends up owning every shard.
         const left = nodes.find((node) => !refused.some((entry) => entry.node === node));
+        t.deepEqual(await memberKeys(prefix), left ? [left.instanceId] : [], `round ${round}`);
         if (left) await untilOwns(left, left.shards, 10_000, `round ${round}`);
       } finally {
         await cleanup(prefix, nodes);
